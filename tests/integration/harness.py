@@ -1,0 +1,278 @@
+"""Test harness: real troupe and troupe-sim processes on free loopback ports.
+
+Only the Python standard library is used. Binaries come from the environment (CTest sets
+TROUPE_BIN and TROUPE_SIM_BIN) or from ./build/apps.
+"""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.parse
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TROUPE_BIN = os.environ.get("TROUPE_BIN", os.path.join(ROOT, "build", "apps", "troupe", "troupe"))
+SIM_BIN = os.environ.get(
+    "TROUPE_SIM_BIN", os.path.join(ROOT, "build", "apps", "troupe-sim", "troupe-sim"))
+
+
+def free_port():
+    """A TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Response:
+    """A complete HTTP response."""
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = {k.lower(): v for k, v in headers}
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body)
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8", "replace")
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.body[:300]!r}>"
+
+
+def request(method, url, body=None, headers=None, timeout=30):
+    """Sends one request on a fresh connection. `body` may be a dict (sent as JSON), str or bytes."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    hdrs = dict(headers or {})
+    data = body
+    if isinstance(body, (dict, list)):
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    elif isinstance(body, str):
+        data = body.encode()
+    path = u.path or "/"
+    if u.query:
+        path += "?" + u.query
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+        r = conn.getresponse()
+        return Response(r.status, r.getheaders(), r.read())
+    finally:
+        conn.close()
+
+
+def get(url, **kw):
+    return request("GET", url, **kw)
+
+
+def post(url, body=None, **kw):
+    return request("POST", url, body=body, **kw)
+
+
+def delete(url, **kw):
+    return request("DELETE", url, **kw)
+
+
+class Stream:
+    """A streamed (SSE) response read event by event."""
+
+    def __init__(self, url, body, headers=None, method="POST", timeout=30):
+        u = urllib.parse.urlsplit(url)
+        self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+        hdrs = {"Content-Type": "application/json"}
+        hdrs.update(headers or {})
+        path = u.path + ("?" + u.query if u.query else "")
+        self.conn.request(method, path, body=json.dumps(body).encode(), headers=hdrs)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.headers = {k.lower(): v for k, v in self.resp.getheaders()}
+        self._buf = b""
+
+    def events(self):
+        """Yields raw events (str, without the blank line) until the stream ends."""
+        while True:
+            while b"\n\n" in self._buf:
+                raw, self._buf = self._buf.split(b"\n\n", 1)
+                yield raw.decode("utf-8", "replace")
+            chunk = self.resp.read1(65536) if hasattr(self.resp, "read1") else self.resp.read(1)
+            if not chunk:
+                if self._buf.strip():
+                    yield self._buf.decode("utf-8", "replace")
+                return
+            self._buf += chunk.replace(b"\r\n", b"\n")
+
+    def close(self):
+        self.conn.close()
+
+
+def sse_data(raw_event):
+    """The joined data lines of a raw SSE event."""
+    lines = [l[5:].lstrip(" ") if l.startswith("data:") else None for l in raw_event.split("\n")]
+    return "\n".join(l for l in lines if l is not None)
+
+
+def sse_name(raw_event):
+    for l in raw_event.split("\n"):
+        if l.startswith("event:"):
+            return l[6:].strip()
+    return ""
+
+
+def wait_until(predicate, timeout=10.0, interval=0.05, what="condition"):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except (OSError, http.client.HTTPException) as e:
+            last = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+class Process:
+    """A child process with its output in a log file, stopped on `stop()`."""
+
+    def __init__(self, args, name):
+        self.args = args
+        self.name = name
+        self.log = tempfile.NamedTemporaryFile(prefix=f"{name}-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def output(self):
+        with open(self.log.name, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def kill(self):
+        """SIGKILL: a crash, as far as peers can tell."""
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def stop(self, timeout=10):
+        """SIGTERM, then SIGKILL after `timeout`; returns the exit code."""
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+class Sim(Process):
+    """A troupe-sim worker."""
+
+    def __init__(self, *flags, port=None, model="sim-model", zero_latency=True, role=None,
+                 bootstrap_port=None):
+        self.port = port or free_port()
+        args = [SIM_BIN, "--port", str(self.port), "--model-id", model]
+        if zero_latency:
+            args += ["--ttft-base-ms", "0", "--prefill-us-per-token", "0", "--itl-ms", "0"]
+        if role:
+            args += ["--role", role]
+        if bootstrap_port:
+            args += ["--bootstrap-port", str(bootstrap_port)]
+        args += [str(f) for f in flags]
+        super().__init__(args, f"sim-{self.port}")
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.model = model
+        self.bootstrap_port = bootstrap_port
+        wait_until(lambda: get(self.url + "/health", timeout=1).status == 200, 10,
+                   what=f"simulator on {self.port}")
+
+    def requests(self):
+        """What the simulator received: [{method, path, headers, body, json}]."""
+        return get(self.url + "/sim/requests").json()["requests"]
+
+    def clear(self):
+        delete(self.url + "/sim/requests")
+
+    def configure(self, **knobs):
+        r = post(self.url + "/sim/config", knobs)
+        assert r.status == 200, r
+        return r.json()
+
+    def stats(self):
+        return get(self.url + "/sim/stats").json()
+
+
+class Gateway(Process):
+    """A troupe node."""
+
+    def __init__(self, *flags, workers=(), port=None, wait_ready=True, api_key=None):
+        self.port = port or free_port()
+        self.metrics_port = free_port()
+        args = [TROUPE_BIN, "--host", "127.0.0.1", "--port", str(self.port),
+                "--prometheus-port", str(self.metrics_port), "--log-level", "debug"]
+        if workers:
+            args += ["--worker-urls"] + [w.url if hasattr(w, "url") else w for w in workers]
+        if api_key:
+            args += ["--api-key", api_key]
+        args += [str(f) for f in flags]
+        super().__init__(args, f"troupe-{self.port}")
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.api_key = api_key
+        wait_until(lambda: get(self.url + "/liveness", timeout=1).status == 200 or not self.alive(),
+                   10, what=f"gateway on {self.port}")
+        if not self.alive():
+            raise AssertionError(f"gateway exited:\n{self.output()}")
+        if wait_ready and workers:
+            wait_until(lambda: get(self.url + "/readiness", timeout=1).status == 200, 15,
+                       what="gateway readiness")
+
+    def auth(self):
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def workers(self):
+        return get(self.url + "/workers", headers=self.auth()).json()["workers"]
+
+    def loads(self):
+        """{url: in-flight} as the gateway sees it."""
+        return {w["url"]: w["load"] for w in self.workers()}
+
+
+class ProcessTestCase(unittest.TestCase):
+    """A TestCase that stops every process it started and prints logs of failed tests."""
+
+    def setUp(self):
+        self._procs = []
+
+    def start(self, proc):
+        self._procs.append(proc)
+        return proc
+
+    def sim(self, *flags, **kw):
+        return self.start(Sim(*flags, **kw))
+
+    def gateway(self, *flags, **kw):
+        return self.start(Gateway(*flags, **kw))
+
+    def tearDown(self):
+        failed = any(err for _, err in getattr(self._outcome, "errors", []) if err) or \
+            any(err for _, err in getattr(getattr(self._outcome, "result", None), "failures", []) or [])
+        for p in reversed(self._procs):
+            code = p.stop()
+            if isinstance(p, Gateway) and code not in (0, None, -signal.SIGKILL):
+                print(f"\n--- {p.name} exited with {code}; log:\n{p.output()[-4000:]}")
+            elif failed:
+                print(f"\n--- {p.name} log:\n{p.output()[-4000:]}")
+            try:
+                os.unlink(p.log.name)
+            except OSError:
+                pass

@@ -1,0 +1,474 @@
+#include "transport/http_server.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <deque>
+#include <optional>
+#include <variant>
+
+namespace troupe::transport {
+
+namespace {
+
+using error_code = boost::system::error_code;
+using stream_head = http::response<http::empty_body>;
+
+class session;
+
+/// The reply channel of one request on one connection.
+class session_reply final : public reply_channel,
+                            public std::enable_shared_from_this<session_reply> {
+public:
+  session_reply(std::weak_ptr<session> s, std::uint64_t seq) : session_(std::move(s)), seq_(seq) {}
+
+  void respond(response res) override;
+  void begin_stream(unsigned status, header_list headers) override;
+  void write_chunk(std::string data) override;
+  void end_stream() override;
+  void on_disconnect(std::function<void()> f) override;
+
+  /// Runs on the strand: the client left.
+  void client_gone() {
+    gone_ = true;
+    client_left_ = true;
+    if (auto f = std::exchange(on_disconnect_, nullptr)) {
+      f();
+    }
+  }
+
+  /// Runs on the strand: the response was written completely.
+  void finished() {
+    gone_ = true;
+    on_disconnect_ = nullptr;
+  }
+
+  bool gone() const noexcept { return gone_; }
+  std::uint64_t seq() const noexcept { return seq_; }
+
+private:
+  template <class F>
+  void on_strand(F&& f);
+
+  std::weak_ptr<session> session_;
+  std::uint64_t seq_;
+  // Touched on the strand only.
+  bool gone_ = false;        // no further call takes effect
+  bool client_left_ = false; // ... because the client disconnected
+  std::function<void()> on_disconnect_;
+};
+
+/// One item of a connection's write queue.
+struct write_item {
+  struct head {
+    std::shared_ptr<stream_head> msg;
+    std::shared_ptr<http::response_serializer<http::empty_body>> sr;
+  };
+  struct chunk {
+    std::string data;
+  };
+  struct last_chunk {};
+  std::variant<std::shared_ptr<response>, head, chunk, last_chunk> what;
+};
+
+/// One client connection: reads requests (and keeps reading to notice a disconnect or a
+/// pipelined request), hands each to the handler, writes responses in order.
+class session : public std::enable_shared_from_this<session> {
+public:
+  session(tcp::socket&& socket, std::shared_ptr<const server_options> opts,
+          std::shared_ptr<const request_handler> handler)
+      : stream_(std::move(socket)), opts_(std::move(opts)), handler_(std::move(handler)) {}
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+  }
+
+  auto executor() { return stream_.get_executor(); }
+
+  // -- called on the strand by session_reply --
+
+  void deliver(std::uint64_t seq, write_item item, bool ends_response) {
+    if (!current_ || current_->seq() != seq || current_->gone() || closed_) {
+      return;
+    }
+    if (std::holds_alternative<std::shared_ptr<response>>(item.what)) {
+      auto& res = *std::get<std::shared_ptr<response>>(item.what);
+      res.keep_alive(keep_alive_);
+      res.prepare_payload();
+    } else if (auto* h = std::get_if<write_item::head>(&item.what)) {
+      h->msg->keep_alive(keep_alive_);
+      h->msg->chunked(true);
+    }
+    if (ends_response) {
+      // No further calls of this reply take effect; the write queue finishes the response.
+      current_->finished();
+      response_ending_ = true;
+    }
+    writes_.push_back(std::move(item));
+    if (!writing_) {
+      do_write();
+    }
+  }
+
+private:
+  // -- reading --
+
+  void do_read() {
+    if (reading_ || closed_ || queued_.size() >= opts_->max_pipelined || stop_reading_) {
+      return;
+    }
+    parser_.emplace();
+    parser_->body_limit(opts_->body_limit);
+    parser_->header_limit(64 * 1024);
+    if (!current_ && queued_.empty()) {
+      stream_.expires_after(opts_->idle_timeout);
+    } else {
+      stream_.expires_never();
+    }
+    reading_ = true;
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  void on_header(error_code ec) {
+    if (ec) {
+      return on_read_error(ec);
+    }
+    auto& req = parser_->get();
+    if (req[http::field::expect] == "100-continue") {
+      // Answer the interim response so clients (curl) send the body at once.
+      auto interim = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                        req.version());
+      http::async_write(stream_, *interim,
+                        [self = shared_from_this(), interim](error_code ec, std::size_t) {
+                          if (ec) {
+                            return self->on_read_error(ec);
+                          }
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void on_read(error_code ec) {
+    if (ec) {
+      return on_read_error(ec);
+    }
+    reading_ = false;
+    accept_request(parser_->release(), inbound_status::complete);
+    do_read();
+  }
+
+  void on_read_error(error_code ec) {
+    reading_ = false;
+    if (ec == http::error::body_limit && parser_ && parser_->is_header_done()) {
+      // Answer 413 through the handler (it knows the route's error format), then close: the
+      // unread body makes the connection unusable.
+      stop_reading_ = true;
+      auto req = parser_->release();
+      req.keep_alive(false);
+      accept_request(std::move(req), inbound_status::payload_too_large);
+      return;
+    }
+    if (ec == beast::error::timeout && !current_) {
+      return close();
+    }
+    if (ec == http::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted ||
+        ec == beast::error::timeout) {
+      return client_gone();
+    }
+    // A malformed request: answer 400 unless a response is under way, then close.
+    stop_reading_ = true;
+    if (current_) {
+      return;
+    }
+    auto res = std::make_shared<response>(http::status::bad_request, 11);
+    res->set(http::field::content_type, "text/plain");
+    res->body() = "malformed HTTP request: " + ec.message() + "\n";
+    keep_alive_ = false;
+    current_ = std::make_shared<session_reply>(weak_from_this(), ++seq_);
+    deliver(seq_, write_item{std::move(res)}, true);
+  }
+
+  void accept_request(request&& req, inbound_status status) {
+    if (current_) {
+      queued_.push_back({std::move(req), status});
+      return;
+    }
+    start_request(std::move(req), status);
+  }
+
+  void start_request(request&& req, inbound_status status) {
+    keep_alive_ = req.keep_alive() && status == inbound_status::complete;
+    current_ = std::make_shared<session_reply>(weak_from_this(), ++seq_);
+    response_ending_ = false;
+    (*handler_)(std::move(req), status, current_);
+  }
+
+  // -- writing --
+
+  void do_write() {
+    writing_ = true;
+    auto& item = writes_.front();
+    auto self = shared_from_this();
+    auto done = [self](error_code ec, std::size_t) { self->on_write(ec); };
+    std::visit(
+        [&](auto& w) {
+          using T = std::decay_t<decltype(w)>;
+          if constexpr (std::is_same_v<T, std::shared_ptr<response>>) {
+            http::async_write(stream_, *w, std::move(done));
+          } else if constexpr (std::is_same_v<T, write_item::head>) {
+            w.sr = std::make_shared<http::response_serializer<http::empty_body>>(*w.msg);
+            http::async_write_header(stream_, *w.sr, std::move(done));
+          } else if constexpr (std::is_same_v<T, write_item::chunk>) {
+            net::async_write(stream_, http::make_chunk(net::buffer(w.data)), std::move(done));
+          } else {
+            net::async_write(stream_, http::make_chunk_last(), std::move(done));
+          }
+        },
+        item.what);
+  }
+
+  void on_write(error_code ec) {
+    writing_ = false;
+    if (ec) {
+      writes_.clear();
+      return client_gone();
+    }
+    bool last = writes_.size() == 1 && response_ending_;
+    bool ended = std::holds_alternative<std::shared_ptr<response>>(writes_.front().what) ||
+                 std::holds_alternative<write_item::last_chunk>(writes_.front().what);
+    writes_.pop_front();
+    if (!writes_.empty()) {
+      return do_write();
+    }
+    if (last && ended) {
+      response_done();
+    }
+  }
+
+  void response_done() {
+    current_.reset();
+    response_ending_ = false;
+    if (!keep_alive_) {
+      return close();
+    }
+    if (!queued_.empty()) {
+      auto next = std::move(queued_.front());
+      queued_.pop_front();
+      start_request(std::move(next.req), next.status);
+    }
+    if (!reading_) {
+      do_read();
+    } else if (!current_ && queued_.empty()) {
+      // The read in flight now waits for a new request: bound it by the idle timeout.
+      stream_.expires_after(opts_->idle_timeout);
+    }
+  }
+
+  void client_gone() {
+    if (current_) {
+      auto cur = std::move(current_);
+      cur->client_gone();
+    }
+    queued_.clear();
+    close();
+  }
+
+  void close() {
+    if (closed_) {
+      return;
+    }
+    closed_ = true;
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  struct queued_request {
+    request req;
+    inbound_status status;
+  };
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<const server_options> opts_;
+  std::shared_ptr<const request_handler> handler_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::deque<queued_request> queued_;
+  std::shared_ptr<session_reply> current_;
+  std::deque<write_item> writes_;
+  std::uint64_t seq_ = 0;
+  bool keep_alive_ = true;
+  bool reading_ = false;
+  bool writing_ = false;
+  bool closed_ = false;
+  bool stop_reading_ = false;
+  bool response_ending_ = false;
+
+  friend class session_reply;
+};
+
+template <class F>
+void session_reply::on_strand(F&& f) {
+  auto s = session_.lock();
+  if (!s) {
+    return;
+  }
+  auto ex = s->executor();
+  net::dispatch(ex, [s = std::move(s), f = std::forward<F>(f)]() mutable { f(*s); });
+}
+
+void session_reply::respond(response res) {
+  auto ptr = std::make_shared<response>(std::move(res));
+  on_strand([seq = seq_, ptr = std::move(ptr)](session& s) mutable {
+    s.deliver(seq, write_item{std::move(ptr)}, true);
+  });
+}
+
+void session_reply::begin_stream(unsigned status, header_list headers) {
+  auto head = std::make_shared<stream_head>(static_cast<http::status>(status), 11);
+  for (auto& [name, value] : headers) {
+    head->set(name, value);
+  }
+  on_strand([seq = seq_, head = std::move(head)](session& s) mutable {
+    s.deliver(seq, write_item{write_item::head{std::move(head), nullptr}}, false);
+  });
+}
+
+void session_reply::write_chunk(std::string data) {
+  if (data.empty()) {
+    return; // an empty chunk would end the chunked body
+  }
+  on_strand([seq = seq_, data = std::move(data)](session& s) mutable {
+    s.deliver(seq, write_item{write_item::chunk{std::move(data)}}, false);
+  });
+}
+
+void session_reply::end_stream() {
+  on_strand(
+      [seq = seq_](session& s) { s.deliver(seq, write_item{write_item::last_chunk{}}, true); });
+}
+
+void session_reply::on_disconnect(std::function<void()> f) {
+  if (!f) {
+    return;
+  }
+  auto s = session_.lock();
+  if (!s) {
+    // The connection is gone: its client left (a late callback for a finished response is
+    // harmless, the request actor is done by then).
+    return f();
+  }
+  auto ex = s->executor();
+  net::dispatch(ex, [self = shared_from_this(), f = std::move(f)]() mutable {
+    if (self->client_left_) {
+      return f();
+    }
+    if (!self->gone_) {
+      self->on_disconnect_ = std::move(f);
+    }
+  });
+}
+
+} // namespace
+
+// -- listener --
+
+struct http_server::impl : std::enable_shared_from_this<impl> {
+  impl(net::io_context& ioc, server_options opts, request_handler handler)
+      : ioc_(ioc), opts_(std::make_shared<const server_options>(std::move(opts))),
+        handler_(std::make_shared<const request_handler>(std::move(handler))),
+        acceptor_(net::make_strand(ioc)) {}
+
+  error_code start() {
+    error_code ec;
+    tcp::endpoint ep;
+    if (auto addr = net::ip::make_address(opts_->host, ec); !ec) {
+      ep = tcp::endpoint{addr, opts_->port};
+    } else {
+      // A host name: resolve it once, at start-up.
+      tcp::resolver resolver{ioc_};
+      auto results = resolver.resolve(opts_->host, std::to_string(opts_->port), ec);
+      if (ec) {
+        return ec;
+      }
+      ep = results.begin()->endpoint();
+    }
+    acceptor_.open(ep.protocol(), ec);
+    if (ec) {
+      return ec;
+    }
+    acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    acceptor_.bind(ep, ec);
+    if (ec) {
+      return ec;
+    }
+    acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return ec;
+    }
+    port_ = acceptor_.local_endpoint().port();
+    do_accept();
+    return {};
+  }
+
+  void do_accept() {
+    acceptor_.async_accept(net::make_strand(ioc_), [self = shared_from_this()](
+                                                       error_code ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) {
+        return;
+      }
+      if (!ec) {
+        error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        std::make_shared<session>(std::move(socket), self->opts_, self->handler_)->start();
+      }
+      self->do_accept();
+    });
+  }
+
+  void stop() {
+    net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      error_code ignored;
+      self->acceptor_.close(ignored);
+    });
+  }
+
+  net::io_context& ioc_;
+  std::shared_ptr<const server_options> opts_;
+  std::shared_ptr<const request_handler> handler_;
+  tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+};
+
+http_server::http_server(net::io_context& ioc, server_options opts, request_handler handler)
+    : impl_(std::make_shared<impl>(ioc, std::move(opts), std::move(handler))) {}
+
+http_server::~http_server() {
+  if (impl_) {
+    impl_->stop();
+  }
+}
+
+boost::system::error_code http_server::start() {
+  return impl_->start();
+}
+
+std::uint16_t http_server::port() const noexcept {
+  return impl_->port_;
+}
+
+void http_server::stop() {
+  impl_->stop();
+}
+
+} // namespace troupe::transport

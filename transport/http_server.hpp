@@ -1,0 +1,58 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "transport/http_types.hpp"
+#include "transport/reply_channel.hpp"
+
+namespace troupe::transport {
+
+/// How a request arrived: whole, or cut short by a limit the server enforces.
+enum class inbound_status {
+  complete,          ///< Header and body read.
+  payload_too_large, ///< The body exceeds the limit; only the header was read.
+};
+
+/// Called on the connection's strand for each request. The handler answers through `reply`,
+/// now or later, from any thread.
+using request_handler =
+    std::function<void(request&& req, inbound_status status, std::shared_ptr<reply_channel> reply)>;
+
+/// Settings of an HTTP/1.1 server.
+struct server_options {
+  std::string host = "127.0.0.1";                  ///< Address to bind.
+  std::uint16_t port = 0;                          ///< Port to bind; 0 picks a free one.
+  std::size_t body_limit = 512 * 1024 * 1024;      ///< Largest request body accepted.
+  std::chrono::seconds idle_timeout{75};           ///< Keep-alive connection idle limit.
+  std::size_t max_pipelined = 16;                  ///< Requests read ahead on one connection.
+};
+
+/// An HTTP/1.1 keep-alive server: accepts connections and hands every request to a handler.
+class http_server {
+public:
+  /// A server on `ioc` that will call `handler` for every request.
+  http_server(net::io_context& ioc, server_options opts, request_handler handler);
+  ~http_server();
+
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// Binds and starts accepting. Fails with the bind error (address in use, ...).
+  boost::system::error_code start();
+
+  /// The bound port (useful when the options asked for port 0).
+  std::uint16_t port() const noexcept;
+
+  /// Stops accepting new connections; open connections finish their current exchange.
+  void stop();
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace troupe::transport

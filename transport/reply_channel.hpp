@@ -1,0 +1,33 @@
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "transport/http_types.hpp"
+
+namespace troupe::transport {
+
+/// The way back to the client of one request. Any thread may call it; calls take effect in
+/// order on the connection's strand. Once the client left or the response ended, calls do
+/// nothing. A response is either one `respond`, or `begin_stream`, chunks, `end_stream`.
+class reply_channel {
+public:
+  virtual ~reply_channel() = default;
+
+  /// Sends a complete response (Content-Length is set from the body).
+  virtual void respond(response res) = 0;
+
+  /// Starts a chunked response with `status` and `headers`.
+  virtual void begin_stream(unsigned status, header_list headers) = 0;
+
+  /// Sends one chunk of a streamed response.
+  virtual void write_chunk(std::string data) = 0;
+
+  /// Ends a streamed response.
+  virtual void end_stream() = 0;
+
+  /// Calls `f` once if the client disconnects before the response ended (at once if it has).
+  virtual void on_disconnect(std::function<void()> f) = 0;
+};
+
+} // namespace troupe::transport

@@ -1,0 +1,248 @@
+#include "transport/upstream_exchange.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+namespace troupe::transport {
+
+namespace {
+
+constexpr std::size_t chunk_size = 64 * 1024;
+
+} // namespace
+
+const char* to_string(exchange_status s) noexcept {
+  switch (s) {
+    case exchange_status::ok:
+      return "ok";
+    case exchange_status::connect_failed:
+      return "connect_failed";
+    case exchange_status::broken:
+      return "broken";
+    case exchange_status::timeout:
+      return "timeout";
+    case exchange_status::cancelled:
+      return "cancelled";
+    case exchange_status::rejected:
+      return "rejected";
+  }
+  return "unknown";
+}
+
+std::shared_ptr<upstream_exchange> upstream_exchange::start(std::shared_ptr<upstream_pool> pool,
+                                                            upstream_call call,
+                                                            std::shared_ptr<response_sink> sink,
+                                                            done_handler done) {
+  auto ex = std::make_shared<upstream_exchange>(std::move(pool), std::move(call), std::move(sink),
+                                                std::move(done));
+  net::dispatch(ex->conn_executor_, [ex] { ex->run(); });
+  return ex;
+}
+
+upstream_exchange::upstream_exchange(std::shared_ptr<upstream_pool> pool, upstream_call call,
+                                     std::shared_ptr<response_sink> sink, done_handler done)
+    : pool_(std::move(pool)), conn_(pool_->acquire()), conn_executor_(conn_->strand),
+      deadline_(call.deadline),
+      sink_(std::move(sink)), done_(std::move(done)) {
+  req_.method(call.method);
+  req_.target(call.target);
+  req_.version(11);
+  req_.set(http::field::host, pool_->host() + ":" + std::to_string(pool_->port()));
+  for (auto& [name, value] : call.headers) {
+    req_.set(name, value);
+  }
+  if (call.method != http::verb::get && call.method != http::verb::head) {
+    if (req_[http::field::content_type].empty()) {
+      req_.set(http::field::content_type, "application/json");
+    }
+    req_.body() = std::move(call.body);
+    req_.prepare_payload();
+  }
+  req_.keep_alive(true);
+}
+
+void upstream_exchange::cancel() {
+  if (cancelled_.exchange(true)) {
+    return;
+  }
+  net::post(conn_executor_, [self = shared_from_this()] {
+    if (self->conn_) {
+      self->conn_->stream.cancel();
+    }
+  });
+}
+
+void upstream_exchange::run() {
+  started_ = std::chrono::steady_clock::now();
+  if (cancelled_) {
+    return finish(exchange_status::cancelled);
+  }
+  if (conn_->connected) {
+    return do_write();
+  }
+  if (pool_->endpoints().empty()) {
+    return do_resolve();
+  }
+  do_connect();
+}
+
+void upstream_exchange::do_resolve() {
+  auto resolver = std::make_shared<tcp::resolver>(conn_->stream.get_executor());
+  resolver->async_resolve(
+      pool_->host(), std::to_string(pool_->port()),
+      [self = shared_from_this(), resolver](beast::error_code ec,
+                                            tcp::resolver::results_type results) {
+        if (self->cancelled_) {
+          return self->finish(exchange_status::cancelled);
+        }
+        if (ec) {
+          return self->finish(exchange_status::connect_failed,
+                              "cannot resolve " + self->pool_->host() + ": " + ec.message());
+        }
+        std::vector<tcp::endpoint> eps;
+        for (auto& r : results) {
+          eps.push_back(r.endpoint());
+        }
+        self->pool_->set_endpoints(std::move(eps));
+        self->do_connect();
+      });
+}
+
+void upstream_exchange::do_connect() {
+  conn_->stream.expires_at(deadline_);
+  conn_->stream.async_connect(pool_->endpoints(),
+                              [self = shared_from_this()](beast::error_code ec, tcp::endpoint) {
+                                if (ec) {
+                                  if (ec != net::error::operation_aborted) {
+                                    self->pool_->forget_endpoints();
+                                  }
+                                  auto st = self->classify(ec);
+                                  return self->finish(st == exchange_status::broken
+                                                          ? exchange_status::connect_failed
+                                                          : st,
+                                                      "connect: " + ec.message());
+                                }
+                                beast::error_code ignored;
+                                self->conn_->stream.socket().set_option(tcp::no_delay(true),
+                                                                        ignored);
+                                self->pool_->note_connected(*self->conn_);
+                                self->do_write();
+                              });
+}
+
+void upstream_exchange::do_write() {
+  if (cancelled_) {
+    return finish(exchange_status::cancelled);
+  }
+  conn_->stream.expires_at(deadline_);
+  http::async_write(conn_->stream, req_,
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      if (ec) {
+                        return self->on_failure(ec, self->classify(ec));
+                      }
+                      self->do_read_head();
+                    });
+}
+
+void upstream_exchange::do_read_head() {
+  parser_.emplace();
+  parser_->body_limit(boost::none);
+  conn_->stream.expires_at(deadline_);
+  http::async_read_header(
+      conn_->stream, conn_->buffer, *parser_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec) {
+          return self->on_failure(ec, self->classify(ec));
+        }
+        auto& r = self->result_;
+        r.first_byte = std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - self->started_);
+        r.http_status = self->parser_->get().result_int();
+        r.head_received = true;
+        if (!self->sink_->on_head(self->parser_->get().base())) {
+          return self->finish(exchange_status::rejected, "response head refused");
+        }
+        if (self->parser_->is_done()) {
+          self->sink_->on_complete();
+          return self->finish(exchange_status::ok);
+        }
+        self->chunk_ = std::make_unique<char[]>(chunk_size);
+        self->do_read_body();
+      });
+}
+
+void upstream_exchange::do_read_body() {
+  auto& body = parser_->get().body();
+  body.data = chunk_.get();
+  body.size = chunk_size;
+  http::async_read_some(
+      conn_->stream, conn_->buffer, *parser_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec == http::error::need_buffer) {
+          ec = {};
+        }
+        auto& body = self->parser_->get().body();
+        auto n = chunk_size - body.size;
+        if (n > 0) {
+          self->result_.body_bytes += n;
+          if (!self->sink_->on_body(std::string_view{self->chunk_.get(), n})) {
+            return self->finish(exchange_status::rejected, "response body refused");
+          }
+        }
+        if (ec) {
+          return self->on_failure(ec, self->classify(ec));
+        }
+        if (self->parser_->is_done()) {
+          self->sink_->on_complete();
+          return self->finish(exchange_status::ok);
+        }
+        self->do_read_body();
+      });
+}
+
+exchange_status upstream_exchange::classify(beast::error_code ec) const {
+  if (cancelled_ || ec == net::error::operation_aborted) {
+    return cancelled_ ? exchange_status::cancelled : exchange_status::broken;
+  }
+  if (ec == beast::error::timeout) {
+    return exchange_status::timeout;
+  }
+  return exchange_status::broken;
+}
+
+void upstream_exchange::on_failure(beast::error_code ec, exchange_status status) {
+  // A pooled connection the worker closed while idle fails on first use; nothing reached the
+  // sink, so retrying once on a fresh connection is safe and invisible.
+  if (status == exchange_status::broken && conn_->reused && !result_.head_received && !retried_) {
+    retried_ = true;
+    pool_->discard(std::move(conn_));
+    conn_ = pool_->fresh(conn_executor_);
+    parser_.reset();
+    if (pool_->endpoints().empty()) {
+      return do_resolve();
+    }
+    return do_connect();
+  }
+  finish(status, ec.message());
+}
+
+void upstream_exchange::finish(exchange_status status, std::string detail) {
+  if (finished_) {
+    return;
+  }
+  finished_ = true;
+  if (status == exchange_status::ok && parser_ && parser_->keep_alive() && !cancelled_) {
+    pool_->release(std::move(conn_));
+  } else {
+    pool_->discard(std::move(conn_));
+  }
+  result_.status = status;
+  result_.detail = std::move(detail);
+  auto done = std::move(done_);
+  sink_.reset();
+  if (done) {
+    done(std::move(result_));
+  }
+}
+
+} // namespace troupe::transport

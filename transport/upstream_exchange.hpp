@@ -1,0 +1,107 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "transport/http_types.hpp"
+#include "transport/upstream_pool.hpp"
+
+namespace troupe::transport {
+
+/// One request to send upstream.
+struct upstream_call {
+  http::verb method = http::verb::post;
+  std::string target;  ///< Path and query, e.g. `/v1/chat/completions`.
+  std::string body;    ///< Sent as is (JSON for every data-plane route).
+  header_list headers; ///< Extra request headers, already filtered by the caller.
+  std::chrono::steady_clock::time_point deadline; ///< The whole exchange must end by then.
+};
+
+/// How an exchange ended.
+enum class exchange_status {
+  ok,             ///< The response was read completely.
+  connect_failed, ///< No connection could be made (refused, unreachable, resolve failed).
+  broken,         ///< The connection failed mid-exchange: reset, EOF, protocol error.
+  timeout,        ///< The deadline passed.
+  cancelled,      ///< `cancel()` was called.
+  rejected,       ///< The sink refused the response (e.g. a size limit).
+};
+
+/// Readable name of `s`.
+const char* to_string(exchange_status s) noexcept;
+
+/// What the owner learns when an exchange ends (exactly once).
+struct exchange_result {
+  exchange_status status = exchange_status::ok;
+  unsigned http_status = 0;     ///< The upstream status, 0 when no head arrived.
+  bool head_received = false;   ///< The sink saw `on_head`.
+  std::size_t body_bytes = 0;   ///< Body bytes delivered to the sink.
+  std::chrono::microseconds first_byte{0}; ///< From start to the response head.
+  std::string detail;           ///< Error text for logs.
+};
+
+/// Receives an upstream response as it arrives, on the exchange's strand.
+class response_sink {
+public:
+  virtual ~response_sink() = default;
+
+  /// The status line and headers arrived. Return false to abort the exchange (`rejected`).
+  virtual bool on_head(const http::response_header<>& head) = 0;
+
+  /// A piece of the body, delivered as soon as it is read. Return false to abort (`rejected`).
+  virtual bool on_body(std::string_view piece) = 0;
+
+  /// The whole body was read.
+  virtual void on_complete() = 0;
+};
+
+/// One request/response with a worker over a pooled keep-alive connection. A reused connection
+/// that turns out closed before any response byte is retried once on a fresh connection.
+class upstream_exchange : public std::enable_shared_from_this<upstream_exchange> {
+public:
+  using done_handler = std::function<void(exchange_result)>;
+
+  /// Starts `call` on `pool`; `sink` gets the response, `done` the outcome (exactly once).
+  static std::shared_ptr<upstream_exchange> start(std::shared_ptr<upstream_pool> pool,
+                                                  upstream_call call,
+                                                  std::shared_ptr<response_sink> sink,
+                                                  done_handler done);
+
+  /// Aborts the exchange: the connection is closed and `done` gets `cancelled`. Thread-safe.
+  void cancel();
+
+  upstream_exchange(std::shared_ptr<upstream_pool> pool, upstream_call call,
+                    std::shared_ptr<response_sink> sink, done_handler done);
+
+private:
+  void run();
+  void do_resolve();
+  void do_connect();
+  void do_write();
+  void do_read_head();
+  void do_read_body();
+  void on_failure(beast::error_code ec, exchange_status status);
+  void finish(exchange_status status, std::string detail = {});
+  exchange_status classify(beast::error_code ec) const;
+
+  std::shared_ptr<upstream_pool> pool_;
+  upstream_pool::connection_ptr conn_;
+  upstream_connection::executor_type conn_executor_; ///< The strand of every connection used.
+  http::request<http::string_body> req_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::shared_ptr<response_sink> sink_;
+  done_handler done_;
+  std::optional<http::response_parser<http::buffer_body>> parser_;
+  std::chrono::steady_clock::time_point started_;
+  exchange_result result_;
+  std::unique_ptr<char[]> chunk_;
+  bool retried_ = false;
+  bool finished_ = false;
+  std::atomic<bool> cancelled_{false};
+};
+
+} // namespace troupe::transport

@@ -1,0 +1,111 @@
+#include "transport/upstream_pool.hpp"
+
+#include <sys/socket.h>
+
+namespace troupe::transport {
+
+namespace {
+
+// True when the peer has not closed an idle connection: nothing to read yet (EAGAIN). A
+// closed peer reads as EOF (0); unexpected bytes on an idle connection also disqualify it.
+bool still_open(upstream_connection& conn) {
+  char probe;
+  auto fd = conn.stream.socket().native_handle();
+  auto n = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+} // namespace
+
+upstream_pool::upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port,
+                             std::size_t max_idle)
+    : ioc_(ioc), host_(std::move(host)), port_(port), max_idle_(max_idle) {}
+
+upstream_pool::connection_ptr upstream_pool::acquire() {
+  for (;;) {
+    connection_ptr conn;
+    {
+      std::lock_guard guard{mx_};
+      if (idle_.empty()) {
+        break;
+      }
+      conn = std::move(idle_.back());
+      idle_.pop_back();
+    }
+    if (still_open(*conn)) {
+      conn->reused = true;
+      return conn;
+    }
+    discard(std::move(conn));
+  }
+  return fresh(net::make_strand(ioc_));
+}
+
+upstream_pool::connection_ptr upstream_pool::fresh(upstream_connection::executor_type ex) {
+  return std::make_unique<upstream_connection>(std::move(ex));
+}
+
+void upstream_pool::release(connection_ptr conn) {
+  conn->buffer.clear();
+  {
+    std::lock_guard guard{mx_};
+    if (idle_.size() < max_idle_) {
+      idle_.push_back(std::move(conn));
+      return;
+    }
+  }
+  discard(std::move(conn));
+}
+
+void upstream_pool::note_connected(upstream_connection& conn) noexcept {
+  if (!conn.connected) {
+    conn.connected = true;
+    open_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void upstream_pool::discard(connection_ptr conn) {
+  if (!conn) {
+    return;
+  }
+  if (conn->connected) {
+    open_.fetch_sub(1, std::memory_order_relaxed);
+    conn->connected = false;
+  }
+  beast::error_code ignored;
+  conn->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  conn->stream.socket().close(ignored);
+}
+
+void upstream_pool::close_idle() {
+  std::vector<connection_ptr> idle;
+  {
+    std::lock_guard guard{mx_};
+    idle.swap(idle_);
+  }
+  for (auto& c : idle) {
+    discard(std::move(c));
+  }
+}
+
+std::vector<tcp::endpoint> upstream_pool::endpoints() const {
+  std::lock_guard guard{mx_};
+  return endpoints_;
+}
+
+void upstream_pool::set_endpoints(std::vector<tcp::endpoint> eps) {
+  std::lock_guard guard{mx_};
+  endpoints_ = std::move(eps);
+}
+
+void upstream_pool::forget_endpoints() {
+  std::lock_guard guard{mx_};
+  endpoints_.clear();
+}
+
+std::size_t upstream_pool::idle_connections() const {
+  std::lock_guard guard{mx_};
+  return idle_.size();
+}
+
+} // namespace troupe::transport
