@@ -2,6 +2,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <limits>
 
 namespace troupe::transport {
 
@@ -146,7 +147,9 @@ void upstream_exchange::do_write() {
 
 void upstream_exchange::do_read_head() {
   parser_.emplace();
-  parser_->body_limit(boost::none);
+  // Boost 1.74 compares a content length against an empty limit as "too large": use a
+  // finite one. The sink enforces the real limits.
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   conn_->stream.expires_at(deadline_);
   http::async_read_header(
       conn_->stream, conn_->buffer, *parser_,

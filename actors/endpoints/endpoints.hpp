@@ -1,0 +1,16 @@
+#pragma once
+
+#include "actors/route_table.hpp"
+
+namespace troupe::actors {
+
+/// Data plane: every proxied route (one request actor each).
+void add_data_plane_routes(route_table& routes);
+
+/// Health probes and the model list: `/health`, `/liveness`, `/readiness`, `/v1/models`.
+void add_info_routes(route_table& routes);
+
+/// Worker management: `POST/GET /workers`, `GET/DELETE /workers/{id}`.
+void add_worker_routes(route_table& routes);
+
+} // namespace troupe::actors

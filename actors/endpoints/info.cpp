@@ -1,0 +1,116 @@
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "actors/endpoints/endpoints.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+using verb = transport::http::verb;
+using json = nlohmann::json;
+
+/// One routable model: the earliest registration among its workers, and who serves it.
+struct model_card {
+  std::int64_t created = 0;
+  std::string owned_by;
+};
+
+/// The models this node can route now, by id (sorted: the same fleet gives the same list).
+std::map<std::string, model_card> routable_models(const fleet_snapshot& fleet) {
+  std::map<std::string, model_card> out;
+  std::map<std::string, std::pair<bool, bool>> halves; // model -> (prefill, decode) routable
+  auto note = [&](const worker_entry& w, const std::string& model) {
+    auto created = std::chrono::duration_cast<std::chrono::seconds>(
+                       w.registered_at.time_since_epoch())
+                       .count();
+    auto owner = w.spec.provider == protocol::provider_kind::none
+                     ? std::string{"self_hosted"}
+                     : std::string(protocol::to_string(w.spec.provider));
+    auto [it, inserted] = out.try_emplace(model, model_card{created, owner});
+    if (!inserted) {
+      it->second.created = std::min(it->second.created, created);
+    }
+  };
+  for (auto& w : fleet.workers) {
+    if (!w->live->routable()) {
+      continue;
+    }
+    for (auto& m : w->models) {
+      switch (w->spec.type) {
+        case protocol::worker_type::regular:
+          note(*w, m);
+          break;
+        case protocol::worker_type::prefill:
+          halves[m].first = true;
+          break;
+        case protocol::worker_type::decode:
+          halves[m].second = true;
+          break;
+      }
+    }
+  }
+  // A model with only half a pair cannot be served: it is not advertised.
+  for (auto& [model, h] : halves) {
+    if (h.first && h.second) {
+      for (auto& w : fleet.workers) {
+        if (w->spec.type != protocol::worker_type::regular && w->serves(model)) {
+          note(*w, model);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+json model_object(const std::string& id, const model_card& card) {
+  return {{"id", id}, {"object", "model"}, {"created", card.created}, {"owned_by", card.owned_by}};
+}
+
+void list_models(http_context& ctx) {
+  auto models = routable_models(*ctx.svc->fleet->get());
+  if (models.empty()) {
+    return ctx.error(protocol::error_code::service_unavailable,
+                     "no model is available: no healthy worker is registered");
+  }
+  json data = json::array();
+  for (auto& [id, card] : models) {
+    data.push_back(model_object(id, card));
+  }
+  ctx.json(200, json{{"object", "list"}, {"data", std::move(data)}}.dump());
+}
+
+void get_model(http_context& ctx) {
+  auto models = routable_models(*ctx.svc->fleet->get());
+  auto it = models.find(ctx.params.at(0));
+  if (it == models.end()) {
+    return ctx.error(protocol::error_code::model_not_found,
+                     "the model '" + ctx.params.at(0) + "' does not exist", "model");
+  }
+  ctx.json(200, model_object(it->first, it->second).dump());
+}
+
+void readiness(http_context& ctx) {
+  auto fleet = ctx.svc->fleet->get();
+  auto healthy = std::count_if(fleet->workers.begin(), fleet->workers.end(), [](auto& w) {
+    return !w->models.empty() && w->live->routable();
+  });
+  json body{{"status", healthy > 0 ? "ready" : "not_ready"},
+            {"healthy_workers", healthy},
+            {"total_workers", fleet->workers.size()}};
+  ctx.json(healthy > 0 ? 200 : 503, body.dump());
+}
+
+} // namespace
+
+void add_info_routes(route_table& routes) {
+  auto alive = [](http_context& ctx) { ctx.json(200, R"({"status":"ok"})"); };
+  routes.add(verb::get, "/health", alive, protocol::api_format::openai, true);
+  routes.add(verb::get, "/liveness", alive, protocol::api_format::openai, true);
+  routes.add(verb::get, "/readiness", readiness, protocol::api_format::openai, true);
+  routes.add(verb::get, "/v1/models", list_models);
+  routes.add(verb::get, "/v1/models/{id}", get_model);
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,53 @@
+#include "actors/errors.hpp"
+
+#include <caf/atom.hpp>
+#include <caf/message.hpp>
+#include <caf/sec.hpp>
+
+namespace troupe::actors {
+
+namespace {
+
+constexpr auto category = caf::atom("troupe");
+
+} // namespace
+
+caf::error to_caf_error(const protocol::api_error& err) {
+  return caf::error{static_cast<std::uint8_t>(err.code), category,
+                    caf::make_message(err.message, err.param)};
+}
+
+caf::error make_caf_error(protocol::error_code code, std::string message) {
+  return to_caf_error({code, std::move(message), {}});
+}
+
+protocol::api_error to_api_error(const caf::error& err) {
+  if (err.category() == category) {
+    protocol::api_error out;
+    out.code = static_cast<protocol::error_code>(err.code());
+    auto& ctx = err.context();
+    if (ctx.match_elements<std::string, std::string>()) {
+      out.message = ctx.get_as<std::string>(0);
+      out.param = ctx.get_as<std::string>(1);
+    }
+    return out;
+  }
+  if (err.category() == caf::atom("system")) {
+    auto code = static_cast<caf::sec>(err.code());
+    if (code == caf::sec::request_receiver_down) {
+      return {protocol::error_code::bad_gateway, "the worker was removed while serving the request",
+              {}};
+    }
+  }
+  return {protocol::error_code::internal_error, "internal error: " + caf::to_string(err), {}};
+}
+
+std::string render_caf_error(std::uint8_t code, caf::atom_value, const caf::message& context) {
+  std::string out{protocol::to_string(static_cast<protocol::error_code>(code))};
+  if (context.match_elements<std::string, std::string>()) {
+    out += ": " + context.get_as<std::string>(0);
+  }
+  return out;
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,78 @@
+#include "actors/fleet.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace troupe::actors {
+
+bool worker_entry::serves(std::string_view model) const {
+  return model.empty() ? !models.empty()
+                       : std::find(models.begin(), models.end(), model) != models.end();
+}
+
+nlohmann::json to_json(const worker_entry& w) {
+  auto registered = std::chrono::duration_cast<std::chrono::seconds>(
+                        w.registered_at.time_since_epoch())
+                        .count();
+  return {
+      {"id", w.id},
+      {"url", w.spec.url},
+      {"worker_type", protocol::to_string(w.spec.type)},
+      {"bootstrap_port",
+       w.spec.bootstrap_port ? nlohmann::json(*w.spec.bootstrap_port) : nlohmann::json()},
+      {"model_id", w.spec.model_id ? nlohmann::json(*w.spec.model_id) : nlohmann::json()},
+      {"models", w.models},
+      {"provider", w.spec.provider == protocol::provider_kind::none
+                       ? nlohmann::json()
+                       : nlohmann::json(protocol::to_string(w.spec.provider))},
+      {"api_key_set", !w.spec.api_key.empty()},
+      {"health", to_string(w.live->health.load())},
+      {"circuit_breaker", to_string(w.live->breaker.load())},
+      {"routable", !w.models.empty() && w.live->routable()},
+      {"load", w.live->load()},
+      {"requests_total", w.live->requests.load()},
+      {"failures_total", w.live->failures.load()},
+      {"registered_at", registered},
+  };
+}
+
+const worker_entry* fleet_snapshot::find(std::string_view id) const {
+  for (auto& w : workers) {
+    if (w->id == id) {
+      return w.get();
+    }
+  }
+  return nullptr;
+}
+
+model_service fleet_snapshot::service_of(std::string_view model) const {
+  model_service out;
+  bool prefill = false;
+  bool decode = false;
+  for (auto& w : workers) {
+    if (!w->serves(model)) {
+      continue;
+    }
+    out.known = true;
+    switch (w->spec.type) {
+      case protocol::worker_type::regular:
+        out.regular = true;
+        break;
+      case protocol::worker_type::prefill:
+        prefill = true;
+        break;
+      case protocol::worker_type::decode:
+        decode = true;
+        break;
+    }
+  }
+  out.pd = prefill && decode;
+  return out;
+}
+
+bool fleet_snapshot::any_routable() const {
+  return std::any_of(workers.begin(), workers.end(),
+                     [](auto& w) { return !w->models.empty() && w->live->routable(); });
+}
+
+} // namespace troupe::actors

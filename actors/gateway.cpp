@@ -1,0 +1,145 @@
+#include "actors/gateway.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+#include <stdexcept>
+
+#include "actors/ask.hpp"
+#include "actors/endpoints/endpoints.hpp"
+#include "actors/errors.hpp"
+#include "transport/http_server.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+/// The worker specs given on the command line, validated (a bad one stops start-up).
+std::vector<protocol::worker_spec> initial_workers(const gateway_config& cfg) {
+  std::vector<protocol::worker_spec> out;
+  auto push = [&](protocol::worker_spec spec) {
+    std::string why;
+    if (!protocol::check(spec, why)) {
+      throw std::runtime_error("invalid worker '" + spec.url + "': " + why);
+    }
+    out.push_back(std::move(spec));
+  };
+  for (auto& url : cfg.worker_urls) {
+    push({url, protocol::worker_type::regular, {}, {}, {}, {}});
+  }
+  for (auto& p : cfg.prefill_urls) {
+    push({p.url, protocol::worker_type::prefill, p.bootstrap_port, {}, {}, {}});
+  }
+  for (auto& url : cfg.decode_urls) {
+    push({url, protocol::worker_type::decode, {}, {}, {}, {}});
+  }
+  return out;
+}
+
+} // namespace
+
+struct gateway::impl {
+  caf::actor_system& sys;
+  boost::asio::io_context& ioc;
+  gateway_config cfg;
+  services_ptr svc;
+  std::unique_ptr<transport::http_server> server;
+  std::unique_ptr<boost::asio::steady_timer> drain_timer;
+
+  impl(caf::actor_system& s, boost::asio::io_context& io, gateway_config c)
+      : sys(s), ioc(io), cfg(std::move(c)) {}
+};
+
+gateway::gateway(caf::actor_system& sys, boost::asio::io_context& ioc, gateway_config cfg)
+    : impl_(std::make_unique<impl>(sys, ioc, std::move(cfg))) {}
+
+gateway::~gateway() = default;
+
+void gateway::start() {
+  auto& d = *impl_;
+  auto& cfg = d.cfg;
+  auto workers = initial_workers(cfg);
+  auto policy_or = [&](const std::string& p) { return p.empty() ? cfg.policy : p; };
+  auto regular = make_policy(d.sys, cfg.policy, protocol::worker_type::regular);
+  auto prefill = make_policy(d.sys, policy_or(cfg.prefill_policy), protocol::worker_type::prefill);
+  auto decode = make_policy(d.sys, policy_or(cfg.decode_policy), protocol::worker_type::decode);
+  auto view = std::make_shared<fleet_view>();
+  auto registry = make_registry(d.sys, d.ioc, view, {regular, prefill, decode}, cfg.worker);
+  d.svc = std::make_shared<const gateway_services>(gateway_services{
+      d.sys, d.ioc, cfg, view, registry, regular, prefill, decode,
+      std::make_shared<request_tracker>()});
+
+  auto routes = std::make_shared<route_table>();
+  add_data_plane_routes(*routes);
+  add_info_routes(*routes);
+  add_worker_routes(*routes);
+
+  transport::server_options opts;
+  opts.host = cfg.host;
+  opts.port = cfg.port;
+  opts.body_limit = cfg.max_payload_size;
+  d.server = std::make_unique<transport::http_server>(d.ioc, opts, make_front(d.svc, routes));
+  if (auto ec = d.server->start()) {
+    throw std::runtime_error("cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) +
+                             ": " + ec.message());
+  }
+  for (auto& spec : workers) {
+    auto url = spec.url;
+    ask(
+        d.sys, registry, [](const std::string&) {},
+        [url](const caf::error& e) {
+          spdlog::error("cannot register worker {}: {}", url, to_api_error(e).message);
+        },
+        add_atom_v, std::move(spec));
+  }
+  spdlog::info("troupe listening on http://{}:{} (policy {}, {} worker(s) configured)", cfg.host,
+               d.server->port(), cfg.policy, workers.size());
+}
+
+void gateway::shutdown(std::function<void()> done) {
+  auto& d = *impl_;
+  if (d.server) {
+    d.server->stop();
+  }
+  auto deadline = std::chrono::steady_clock::now() + d.cfg.shutdown_grace;
+  d.drain_timer = std::make_unique<boost::asio::steady_timer>(d.ioc);
+  auto finish = [this, done] {
+    auto& d = *impl_;
+    if (d.svc) {
+      caf::anon_send(d.svc->registry, stop_atom_v);
+      caf::anon_send_exit(d.svc->regular_policy, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(d.svc->prefill_policy, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(d.svc->decode_policy, caf::exit_reason::user_shutdown);
+    }
+    done();
+  };
+  // Poll until the requests in flight are over or the grace period ends.
+  auto wait = std::make_shared<std::function<void()>>();
+  *wait = [this, deadline, finish, wait] {
+    auto& d = *impl_;
+    auto in_flight = d.svc ? d.svc->tracker->size() : 0;
+    if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) {
+      if (in_flight > 0) {
+        spdlog::warn("shutting down with {} request(s) still in flight", in_flight);
+      }
+      *wait = nullptr; // break the self-reference
+      return finish();
+    }
+    d.drain_timer->expires_after(std::chrono::milliseconds(50));
+    d.drain_timer->async_wait([wait](boost::system::error_code) {
+      if (*wait) {
+        (*wait)();
+      }
+    });
+  };
+  (*wait)();
+}
+
+std::uint16_t gateway::port() const {
+  return impl_->server ? impl_->server->port() : 0;
+}
+
+services_ptr gateway::services() const {
+  return impl_->svc;
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/worker_proxy.hpp"
+
+namespace troupe::actors {
+
+/// A prefill worker given on the command line: its URL and optional bootstrap port.
+struct prefill_flag {
+  std::string url;
+  std::optional<std::uint16_t> bootstrap_port;
+};
+
+/// Every setting of a gateway node, declared once (apps/troupe/flags.cpp maps the CLI onto it;
+/// docs/configuration.md documents it).
+struct gateway_config {
+  // -- listening --
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 30000;
+  unsigned io_threads = 1;
+
+  // -- workers --
+  std::vector<std::string> worker_urls;
+  bool pd_disaggregation = false;
+  std::vector<prefill_flag> prefill_urls;
+  std::vector<std::string> decode_urls;
+
+  // -- routing --
+  std::string policy = "round_robin";
+  std::string prefill_policy; ///< Empty: same as `policy`.
+  std::string decode_policy;  ///< Empty: same as `policy`.
+  unsigned max_retries = 5;   ///< Other workers tried after a failure before the first byte.
+
+  // -- limits --
+  std::size_t max_payload_size = 512u * 1024 * 1024;  ///< Request bodies.
+  std::size_t max_response_size = 256u * 1024 * 1024; ///< Non-streamed worker responses.
+  std::chrono::seconds request_timeout{1800};
+  std::chrono::seconds shutdown_grace{10};
+
+  // -- security --
+  std::string api_key; ///< Data plane and worker management need it as a Bearer token.
+
+  // -- observability --
+  std::string prometheus_host = "127.0.0.1";
+  std::uint16_t prometheus_port = 29000;
+  std::string log_level = "info";
+  bool log_json = false;
+
+  // -- worker proxies --
+  worker_proxy_config worker;
+};
+
+} // namespace troupe::actors

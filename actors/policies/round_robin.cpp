@@ -1,0 +1,28 @@
+#include "actors/policies/strategy.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+class round_robin final : public strategy {
+public:
+  std::string_view name() const noexcept override { return "round_robin"; }
+
+  std::size_t pick(const std::vector<const worker_entry*>& candidates,
+                   const selection&) override {
+    return cursor_++ % candidates.size();
+  }
+
+  nlohmann::json describe() const override { return {{"cursor", cursor_}}; }
+
+private:
+  std::uint64_t cursor_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<strategy> make_round_robin() {
+  return std::make_unique<round_robin>();
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,101 @@
+#include "actors/policy.hpp"
+
+#include <algorithm>
+#include <caf/typed_event_based_actor.hpp>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "actors/errors.hpp"
+#include "actors/policies/strategy.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+struct policy_state {
+  static inline const char* name = "policy";
+
+  protocol::worker_type role = protocol::worker_type::regular;
+  std::unique_ptr<strategy> strat;
+  fleet_ptr fleet = std::make_shared<const fleet_snapshot>();
+  std::uint64_t picks = 0;
+  std::vector<const worker_entry*> candidates; ///< Scratch, reused across selections.
+  std::vector<std::size_t> positions;          ///< Fleet index of each candidate.
+};
+
+using self_ptr = policy_actor::stateful_pointer<policy_state>;
+
+caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
+  auto& st = self->state;
+  auto& cands = st.candidates;
+  cands.clear();
+  st.positions.clear();
+  bool known = false; // some worker of this role serves the model, routable or not
+  auto& workers = st.fleet->workers;
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    auto& w = workers[i];
+    if (w->spec.type != sel.role || !w->serves(sel.model)) {
+      continue;
+    }
+    known = true;
+    if (!w->live->routable() ||
+        std::find(sel.exclude.begin(), sel.exclude.end(), w->id) != sel.exclude.end()) {
+      continue;
+    }
+    cands.push_back(w.get());
+    st.positions.push_back(i);
+  }
+  if (cands.empty()) {
+    if (!known && !sel.model.empty()) {
+      return make_caf_error(protocol::error_code::model_not_found,
+                            "the model '" + sel.model + "' does not exist");
+    }
+    auto what = sel.model.empty() ? std::string{"any model"} : "model '" + sel.model + "'";
+    return make_caf_error(protocol::error_code::no_worker_available,
+                          "no healthy " + std::string(protocol::to_string(sel.role)) +
+                              " worker is available for " + what);
+  }
+  auto k = st.strat->pick(cands, sel);
+  ++st.picks;
+  return workers[st.positions[k]];
+}
+
+policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
+                                   protocol::worker_type role) {
+  auto& st = self->state;
+  st.role = role;
+  st.strat = make_strategy(strategy_name);
+  return {
+      [self](select_atom, const selection& sel) { return select(self, sel); },
+      [self](publish_atom, fleet_ptr& fleet) { self->state.fleet = std::move(fleet); },
+      [self](inspect_atom) {
+        auto& st = self->state;
+        nlohmann::json j{{"kind", "policy"},
+                         {"name", "policy:" + std::string(protocol::to_string(st.role))},
+                         {"id", self->id()},
+                         {"strategy", st.strat->name()},
+                         {"role", protocol::to_string(st.role)},
+                         {"picks", st.picks},
+                         {"fleet_version", st.fleet->version},
+                         {"state", st.strat->describe()},
+                         {"mailbox_size", self->mailbox().size()}};
+        return j.dump();
+      },
+  };
+}
+
+} // namespace
+
+policy_actor make_policy(caf::actor_system& sys, const std::string& strategy_name,
+                         protocol::worker_type role) {
+  if (!make_strategy(strategy_name)) {
+    throw std::invalid_argument("unknown policy '" + strategy_name + "'");
+  }
+  return sys.spawn(policy, strategy_name, role);
+}
+
+std::vector<std::string> strategy_names() {
+  return {"round_robin", "random", "power_of_two"};
+}
+
+} // namespace troupe::actors

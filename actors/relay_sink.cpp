@@ -1,0 +1,137 @@
+#include "actors/relay_sink.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace troupe::actors {
+
+namespace http = transport::http;
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Never relayed: hop-by-hop (RFC 9110 7.6.1), framing (the gateway frames its own answer),
+// and the request id (the gateway sets its own).
+constexpr std::array<std::string_view, 12> dropped_headers{
+    "connection", "keep-alive",     "proxy-connection", "transfer-encoding",
+    "te",         "trailer",        "upgrade",          "proxy-authenticate",
+    "proxy-authorization", "content-length", "x-request-id", "date"};
+
+} // namespace
+
+transport::header_list relayable_headers(const http::response_header<>& head) {
+  transport::header_list out;
+  for (auto& f : head) {
+    auto name = f.name_string();
+    bool drop = std::any_of(dropped_headers.begin(), dropped_headers.end(),
+                            [&](std::string_view d) { return iequals(d, name); });
+    if (!drop) {
+      out.emplace_back(std::string(name), std::string(f.value()));
+    }
+  }
+  return out;
+}
+
+transport::response make_json_response(unsigned status, std::string body,
+                                       const std::string& request_id) {
+  transport::response res{static_cast<http::status>(status), 11};
+  res.set(http::field::content_type, "application/json");
+  if (!request_id.empty()) {
+    res.set("x-request-id", request_id);
+  }
+  res.body() = std::move(body);
+  return res;
+}
+
+transport::response make_error_response(const protocol::api_error& err,
+                                        protocol::api_format format,
+                                        const std::string& request_id, unsigned version) {
+  auto res = make_json_response(protocol::http_status(err.code),
+                                protocol::render_error_body(err, format), request_id);
+  res.version(version);
+  return res;
+}
+
+relay_sink::relay_sink(std::shared_ptr<transport::reply_channel> reply, std::string request_id,
+                       protocol::api_format format, std::size_t body_limit)
+    : reply_(std::move(reply)), request_id_(std::move(request_id)), format_(format),
+      body_limit_(body_limit) {}
+
+bool relay_sink::on_head(const http::response_header<>& head) {
+  status_ = head.result_int();
+  headers_ = relayable_headers(head);
+  headers_.emplace_back("x-request-id", request_id_);
+  if (protocol::is_event_stream(head[http::field::content_type])) {
+    streaming_ = true;
+    headers_.emplace_back("cache-control", "no-cache");
+    reply_->begin_stream(status_, std::move(headers_));
+    return true;
+  }
+  if (auto len = head[http::field::content_length]; !len.empty()) {
+    auto n = std::strtoull(std::string(len).c_str(), nullptr, 10);
+    if (n > body_limit_) {
+      return false;
+    }
+    body_.reserve(n);
+  }
+  return true;
+}
+
+bool relay_sink::on_body(std::string_view piece) {
+  if (streaming_) {
+    // Forward every event completed by this piece, in one chunk.
+    std::string out;
+    framer_.feed(piece, [&](std::string_view ev) { out.append(ev); });
+    if (!out.empty()) {
+      reply_->write_chunk(std::move(out));
+    }
+    return true;
+  }
+  if (body_.size() + piece.size() > body_limit_) {
+    return false;
+  }
+  body_.append(piece);
+  return true;
+}
+
+void relay_sink::on_complete() {
+  ended_ = true;
+  if (streaming_) {
+    // A stream whose last event lacks its blank line still ends with that event.
+    if (auto rest = framer_.pending(); !rest.empty()) {
+      reply_->write_chunk(std::string(rest) + "\n\n");
+    }
+    reply_->end_stream();
+    return;
+  }
+  transport::response res{static_cast<http::status>(status_), 11};
+  for (auto& [name, value] : headers_) {
+    res.set(name, value);
+  }
+  res.body() = std::move(body_);
+  responded_ = true;
+  reply_->respond(std::move(res));
+}
+
+void relay_sink::fail(const protocol::api_error& err) {
+  if (ended_) {
+    return;
+  }
+  ended_ = true;
+  if (streaming_) {
+    reply_->write_chunk(protocol::render_error_event(err, format_));
+    reply_->end_stream();
+    return;
+  }
+  responded_ = true;
+  reply_->respond(make_error_response(err, format_, request_id_));
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,236 @@
+#include "actors/request.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "actors/errors.hpp"
+#include "actors/request_state.hpp"
+#include "actors/upstream_headers.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+using transport::exchange_result;
+using transport::exchange_status;
+
+void select_worker(request_self self);
+
+/// True when a failure leaves the client untouched, so another worker may serve the request.
+bool retryable(const exchange_result& r, const relay_sink& sink) {
+  if (sink.started()) {
+    return false;
+  }
+  return r.status == exchange_status::connect_failed ||
+         (r.status == exchange_status::broken && !r.head_received);
+}
+
+void on_outcome(request_self self, exchange_result& r) {
+  auto& st = self->state;
+  st.order_id = 0;
+  st.status = r.http_status;
+  st.ttft = r.first_byte;
+  if (st.cancelled || r.status == exchange_status::cancelled) {
+    return finish_request(self);
+  }
+  if (r.status == exchange_status::ok) {
+    return finish_request(self);
+  }
+  auto err = exchange_error(r, st.svc->cfg.request_timeout);
+  spdlog::warn("[{}] worker {} failed: {} {}", st.in->request_id, st.worker->id,
+               to_string(r.status), r.detail);
+  if (retryable(r, *st.sink) && st.tried.size() < st.svc->cfg.max_retries &&
+      std::chrono::steady_clock::now() < st.deadline) {
+    st.tried.push_back(st.worker->id);
+    st.last_failure = err;
+    return select_worker(self);
+  }
+  st.sink->fail(err);
+  st.status = protocol::http_status(err.code);
+  finish_request(self);
+}
+
+void dispatch(request_self self, worker_entry_ptr worker) {
+  auto& st = self->state;
+  st.worker = std::move(worker);
+  if (!st.worker_ids.empty()) {
+    st.worker_ids += ",";
+  }
+  st.worker_ids += st.worker->id;
+  st.svc->tracker->update(st.in->request_id, request_phase::dispatched);
+  st.svc->tracker->add_worker(st.in->request_id, st.worker->id);
+  // Keep the body for a retry only while another attempt is possible.
+  bool may_retry = st.tried.size() < st.svc->cfg.max_retries;
+  auto body = may_retry ? st.in->req.body() : std::move(st.in->req.body());
+  st.sink = std::make_shared<relay_sink>(st.in->reply, st.in->request_id, st.format,
+                                         st.svc->cfg.max_response_size);
+  dispatch_order order{next_order_id(), make_upstream_call(self, *st.worker, std::move(body)),
+                       st.sink};
+  st.order_id = order.id;
+  self->request(st.worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
+      .then([self](exchange_result& r) { on_outcome(self, r); },
+            [self](caf::error& e) {
+              self->state.order_id = 0;
+              fail_request(self, to_api_error(e));
+            });
+}
+
+void select_worker(request_self self) {
+  auto& st = self->state;
+  if (st.cancelled) {
+    return finish_request(self);
+  }
+  st.svc->tracker->update(st.in->request_id, request_phase::selecting);
+  selection sel;
+  sel.model = st.facts.model.value_or("");
+  sel.role = protocol::worker_type::regular;
+  sel.exclude = st.tried;
+  if (auto key = st.in->req.find("x-routing-key"); key != st.in->req.end()) {
+    sel.routing_key = std::string(key->value());
+  }
+  self->request(st.svc->regular_policy, caf::infinite, select_atom_v, std::move(sel))
+      .then([self](worker_entry_ptr& w) { dispatch(self, std::move(w)); },
+            [self](caf::error& e) {
+              auto& st = self->state;
+              // After a failed attempt, running out of workers is that failure's fault.
+              fail_request(self, st.last_failure ? *st.last_failure : to_api_error(e));
+            });
+}
+
+/// Parses the request and decides how it is served.
+void start(request_self self) {
+  auto& st = self->state;
+  const auto& op = protocol::info(st.in->op);
+  if (op.has_body) {
+    auto scan = protocol::scan_request(st.in->req.body());
+    if (scan.error) {
+      return fail_request(self, *scan.error);
+    }
+    st.facts = std::move(scan.facts);
+  }
+  auto model = st.facts.model.value_or("");
+  if (!model.empty()) {
+    st.svc->tracker->set_model(st.in->request_id, model);
+  }
+  auto fleet = st.svc->fleet->get();
+  auto service = fleet->service_of(model);
+  if (!model.empty() && !service.known) {
+    return fail_request(self, {protocol::error_code::model_not_found,
+                               "the model '" + model + "' does not exist", "model"});
+  }
+  // A model with regular workers is served by them; one with only a prefill/decode pair, by
+  // the pair. Endpoints that are not PD-capable always go to regular workers.
+  if (op.pd_capable && service.pd && !service.regular) {
+    return start_pd(self);
+  }
+  select_worker(self);
+}
+
+request_actor::behavior_type request_behavior(request_self self, services_ptr svc,
+                                              std::shared_ptr<inbound_request> in) {
+  auto& st = self->state;
+  st.svc = std::move(svc);
+  st.in = std::move(in);
+  st.format = protocol::info(st.in->op).format;
+  st.deadline = st.in->received + st.svc->cfg.request_timeout;
+  st.svc->tracker->begin(st.in->request_id, std::string(protocol::info(st.in->op).name));
+  auto addr = caf::actor_cast<caf::actor_addr>(self);
+  st.in->reply->on_disconnect([addr] {
+    if (auto h = caf::actor_cast<request_actor>(addr)) {
+      caf::anon_send(h, cancel_atom_v);
+    }
+  });
+  start(self);
+  return {
+      [self](cancel_atom) {
+        auto& st = self->state;
+        if (st.finished || st.cancelled) {
+          return;
+        }
+        st.cancelled = true;
+        st.status = protocol::http_status(protocol::error_code::client_closed);
+        if (st.order_id != 0) {
+          // The outcome (cancelled) arrives next and finishes the request.
+          self->send(st.worker->proxy, cancel_atom_v, st.order_id);
+        } else {
+          finish_request(self);
+        }
+      },
+  };
+}
+
+} // namespace
+
+void fail_request(request_self self, const protocol::api_error& err) {
+  auto& st = self->state;
+  if (st.finished) {
+    return;
+  }
+  st.status = protocol::http_status(err.code);
+  if (st.sink) {
+    st.sink->fail(err);
+  } else {
+    st.in->reply->respond(make_error_response(err, st.format, st.in->request_id,
+                                              st.in->req.version()));
+  }
+  finish_request(self);
+}
+
+void finish_request(request_self self) {
+  auto& st = self->state;
+  if (st.finished) {
+    return;
+  }
+  st.finished = true;
+  auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - st.in->received);
+  spdlog::info("[{}] {} {} model={} worker={} status={} duration_ms={:.3f} ttft_ms={:.3f}{}",
+               st.in->request_id, st.in->req.method_string(), st.in->req.target(),
+               st.facts.model.value_or("-"), st.worker_ids.empty() ? "-" : st.worker_ids,
+               st.status, elapsed.count() / 1000.0, st.ttft.count() / 1000.0,
+               st.cancelled ? " client_closed" : "");
+  st.svc->tracker->end(st.in->request_id);
+  self->quit();
+}
+
+transport::upstream_call make_upstream_call(request_self self, const worker_entry& worker,
+                                            std::string body) {
+  auto& st = self->state;
+  transport::upstream_call call;
+  call.method = st.in->req.method();
+  call.target = std::string(st.in->req.target());
+  call.body = std::move(body);
+  call.headers = upstream_headers(st.in->req, worker, st.in->request_id);
+  call.deadline = st.deadline;
+  return call;
+}
+
+protocol::api_error exchange_error(const exchange_result& r, std::chrono::seconds timeout) {
+  using protocol::error_code;
+  switch (r.status) {
+    case exchange_status::connect_failed:
+      return {error_code::bad_gateway, "the worker is unreachable: " + r.detail, {}};
+    case exchange_status::broken:
+      return {error_code::bad_gateway,
+              r.head_received ? "the worker connection broke mid-response"
+                              : "the worker closed the connection without a response",
+              {}};
+    case exchange_status::timeout:
+      return {error_code::gateway_timeout,
+              "the request did not complete within " + std::to_string(timeout.count()) + " s",
+              {}};
+    case exchange_status::rejected:
+      return {error_code::upstream_too_large, "the worker's response exceeds the size limit",
+              {}};
+    case exchange_status::cancelled:
+      return {error_code::client_closed, "the client closed the request", {}};
+    case exchange_status::ok:
+      break;
+  }
+  return {error_code::internal_error, "unexpected exchange outcome", {}};
+}
+
+request_actor spawn_request(const services_ptr& svc, std::shared_ptr<inbound_request> in) {
+  return svc->sys.spawn(request_behavior, svc, std::move(in));
+}
+
+} // namespace troupe::actors

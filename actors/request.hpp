@@ -1,0 +1,34 @@
+#pragma once
+
+#include <caf/typed_actor.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "actors/services.hpp"
+#include "protocol/routes.hpp"
+#include "transport/http_types.hpp"
+#include "transport/reply_channel.hpp"
+
+namespace troupe::actors {
+
+/// One client request, from parse to last byte: validates it, asks a policy for a worker,
+/// hands it to that worker's proxy, retries on another worker when the first fails before any
+/// byte, and ends the response whatever happens. Dies with its response.
+using request_actor = caf::typed_actor<
+    /// The client disconnected: abort the upstream exchange and stop.
+    caf::reacts_to<cancel_atom>>;
+
+/// A request as the endpoint layer hands it over.
+struct inbound_request {
+  protocol::operation op;
+  transport::request req;
+  std::shared_ptr<transport::reply_channel> reply;
+  std::string request_id;
+  std::chrono::steady_clock::time_point received;
+};
+
+/// Spawns the actor for `in`. It registers for the client's disconnect itself.
+request_actor spawn_request(const services_ptr& svc, std::shared_ptr<inbound_request> in);
+
+} // namespace troupe::actors

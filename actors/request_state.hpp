@@ -1,0 +1,61 @@
+#pragma once
+
+// Internal to the request actor (request.cpp) and its prefill/decode path (pd_request.cpp).
+
+#include <caf/typed_event_based_actor.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/relay_sink.hpp"
+#include "actors/request.hpp"
+#include "protocol/request_scan.hpp"
+
+namespace troupe::actors {
+
+/// The state of one request actor.
+struct request_state {
+  static inline const char* name = "request";
+
+  services_ptr svc;
+  std::shared_ptr<inbound_request> in;
+  protocol::api_format format = protocol::api_format::openai;
+  protocol::request_facts facts;
+  std::chrono::steady_clock::time_point deadline;
+
+  // -- regular dispatch --
+  std::vector<std::string> tried;  ///< Workers that failed this request.
+  worker_entry_ptr worker;         ///< The current worker.
+  std::uint64_t order_id = 0;      ///< The current dispatch order, 0 when none.
+  std::shared_ptr<relay_sink> sink;
+  std::optional<protocol::api_error> last_failure;
+
+  // -- outcome, for the log line --
+  unsigned status = 0;
+  std::chrono::microseconds ttft{0};
+  std::string worker_ids; ///< Comma-separated.
+
+  bool cancelled = false; ///< The client left.
+  bool finished = false;
+};
+
+using request_self = request_actor::stateful_pointer<request_state>;
+
+/// Answers with `err` (an error response, or an error event if a stream started) and stops.
+void fail_request(request_self self, const protocol::api_error& err);
+
+/// Logs the request's line, removes it from the tracker and stops the actor.
+void finish_request(request_self self);
+
+/// The upstream call for `worker`: the client's method, path and body, forwarded headers.
+transport::upstream_call make_upstream_call(request_self self, const worker_entry& worker,
+                                            std::string body);
+
+/// The client error for an exchange that failed with `r`.
+protocol::api_error exchange_error(const transport::exchange_result& r,
+                                   std::chrono::seconds timeout);
+
+/// Serves the request with a prefill/decode pair (pd_request.cpp).
+void start_pd(request_self self);
+
+} // namespace troupe::actors

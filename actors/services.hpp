@@ -1,0 +1,31 @@
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <caf/actor_system.hpp>
+#include <memory>
+
+#include "actors/fleet.hpp"
+#include "actors/gateway_config.hpp"
+#include "actors/policy.hpp"
+#include "actors/registry.hpp"
+#include "actors/request_tracker.hpp"
+
+namespace troupe::actors {
+
+/// What a request actor and the endpoints need from the node: its settings, the fleet view
+/// and the long-lived actors. Built once at start-up, shared read-only.
+struct gateway_services {
+  caf::actor_system& sys;
+  boost::asio::io_context& ioc;
+  gateway_config cfg;
+  std::shared_ptr<fleet_view> fleet;
+  registry_actor registry;
+  policy_actor regular_policy;
+  policy_actor prefill_policy;
+  policy_actor decode_policy;
+  std::shared_ptr<request_tracker> tracker;
+};
+
+using services_ptr = std::shared_ptr<const gateway_services>;
+
+} // namespace troupe::actors

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace troupe::actors {
+
+/// What health checks say about a worker.
+enum class health_state : std::uint8_t {
+  unknown,   ///< Not checked yet (or models not discovered yet): not routable.
+  healthy,   ///< Passing checks.
+  unhealthy, ///< Failing checks.
+};
+
+/// Circuit-breaker position of a worker.
+enum class breaker_state : std::uint8_t {
+  closed,    ///< Requests flow.
+  open,      ///< Too many failures: no requests until the timeout passes.
+  half_open, ///< Probing: requests flow; failures reopen, successes close.
+};
+
+std::string_view to_string(health_state s) noexcept;
+std::string_view to_string(breaker_state s) noexcept;
+
+/// The live state of one worker. Its proxy writes it; policies, endpoints and the cluster
+/// read it without asking (atomics: the hot path takes no message and no lock for it).
+struct worker_live {
+  std::atomic<int> in_flight{0};               ///< Requests being served now (the load).
+  std::atomic<health_state> health{health_state::unknown};
+  std::atomic<breaker_state> breaker{breaker_state::closed};
+  std::atomic<std::uint64_t> requests{0};      ///< Requests dispatched, ever.
+  std::atomic<std::uint64_t> failures{0};      ///< Requests that failed at the worker, ever.
+
+  /// True when a policy may pick the worker.
+  bool routable() const noexcept {
+    return health.load(std::memory_order_relaxed) == health_state::healthy &&
+           breaker.load(std::memory_order_relaxed) != breaker_state::open;
+  }
+
+  int load() const noexcept { return in_flight.load(std::memory_order_relaxed); }
+};
+
+} // namespace troupe::actors

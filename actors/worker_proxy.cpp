@@ -1,0 +1,387 @@
+#include "actors/worker_proxy.hpp"
+
+#include <caf/typed_event_based_actor.hpp>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <unordered_map>
+
+#include "transport/collect_sink.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using transport::exchange_result;
+using transport::exchange_status;
+
+/// Largest body accepted from a health check or a model listing.
+constexpr std::size_t probe_body_limit = 1024 * 1024;
+
+struct worker_proxy_state {
+  static inline const char* name = "worker_proxy";
+
+  std::string id;
+  protocol::checked_spec spec;
+  std::shared_ptr<transport::upstream_pool> pool;
+  std::shared_ptr<worker_live> live;
+  worker_listener listener;
+  worker_proxy_config cfg;
+
+  struct order {
+    std::shared_ptr<transport::upstream_exchange> exchange;
+    caf::typed_response_promise<exchange_result> promise;
+  };
+  std::unordered_map<std::uint64_t, order> orders;
+
+  /// Internal probes (health checks, model discovery): what to do with their outcome.
+  struct probe {
+    std::shared_ptr<transport::upstream_exchange> exchange;
+    std::shared_ptr<transport::collect_sink> sink;
+    std::function<void(const exchange_result&, transport::collect_sink&)> then;
+  };
+  std::unordered_map<std::uint64_t, probe> probes;
+
+  bool draining = false;
+  bool models_known = false;
+  std::vector<std::string> models;
+  bool check_running = false;
+  unsigned checks_passed = 0; ///< Consecutive.
+  unsigned checks_failed = 0; ///< Consecutive.
+  unsigned cb_failures = 0;   ///< Consecutive failed requests.
+  unsigned cb_successes = 0;  ///< Consecutive successes while half-open.
+  std::uint64_t cb_generation = 0; ///< Ignores stale half-open timers.
+};
+
+using self_ptr = worker_proxy_actor::stateful_pointer<worker_proxy_state>;
+
+/// Headers that authenticate the gateway to the worker.
+transport::header_list auth_headers(const protocol::worker_spec& spec) {
+  transport::header_list h;
+  if (spec.api_key.empty()) {
+    return h;
+  }
+  if (spec.provider == protocol::provider_kind::anthropic) {
+    h.emplace_back("x-api-key", spec.api_key);
+    h.emplace_back("anthropic-version", "2023-06-01");
+  } else {
+    h.emplace_back("authorization", "Bearer " + spec.api_key);
+  }
+  return h;
+}
+
+bool is_failure(const exchange_result& r) {
+  switch (r.status) {
+    case exchange_status::connect_failed:
+    case exchange_status::broken:
+    case exchange_status::timeout:
+      return true;
+    case exchange_status::ok:
+      return r.http_status >= 500;
+    case exchange_status::cancelled:
+    case exchange_status::rejected:
+      return false;
+  }
+  return false;
+}
+
+void start_probe(self_ptr self, std::string path,
+                 std::function<void(const exchange_result&, transport::collect_sink&)> then) {
+  auto& st = self->state;
+  transport::upstream_call call;
+  call.method = transport::http::verb::get;
+  call.target = st.spec.url.path + path;
+  call.headers = auth_headers(st.spec.spec);
+  call.deadline = clock_type::now() + st.cfg.health_timeout;
+  auto sink = std::make_shared<transport::collect_sink>(probe_body_limit);
+  auto id = next_order_id();
+  auto handle = caf::actor_cast<worker_proxy_actor>(self);
+  auto ex = transport::upstream_exchange::start(
+      st.pool, std::move(call), sink,
+      [handle, id](exchange_result r) { caf::anon_send(handle, done_atom_v, id, std::move(r)); });
+  st.probes.emplace(id, worker_proxy_state::probe{std::move(ex), std::move(sink), std::move(then)});
+}
+
+void set_health(self_ptr self, health_state next) {
+  auto& st = self->state;
+  auto prev = st.live->health.exchange(next);
+  if (prev != next) {
+    spdlog::info("worker {} ({}) is now {} (was {})", st.id, st.spec.spec.url, to_string(next),
+                 to_string(prev));
+  }
+}
+
+void record_check(self_ptr self, bool passed, const std::string& why) {
+  auto& st = self->state;
+  st.check_running = false;
+  if (passed) {
+    st.checks_failed = 0;
+    ++st.checks_passed;
+    auto h = st.live->health.load();
+    // A new worker is healthy on its first passed check; a failed one needs the threshold.
+    if (h == health_state::unknown ||
+        (h == health_state::unhealthy && st.checks_passed >= st.cfg.health_success_threshold)) {
+      set_health(self, health_state::healthy);
+    }
+    return;
+  }
+  st.checks_passed = 0;
+  ++st.checks_failed;
+  spdlog::debug("worker {} health check failed ({}/{}): {}", st.id, st.checks_failed,
+                st.cfg.health_failure_threshold, why);
+  if (st.checks_failed >= st.cfg.health_failure_threshold) {
+    set_health(self, health_state::unhealthy);
+  }
+}
+
+std::string describe(const exchange_result& r, const transport::collect_sink& sink) {
+  if (r.status != exchange_status::ok) {
+    return std::string(to_string(r.status)) + (r.detail.empty() ? "" : ": " + r.detail);
+  }
+  return "status " + std::to_string(sink.status());
+}
+
+void check_health(self_ptr self);
+
+void discover_models(self_ptr self) {
+  auto& st = self->state;
+  auto finish = [self](std::vector<std::string> models) {
+    auto& st = self->state;
+    st.models = std::move(models);
+    st.models_known = true;
+    spdlog::info("worker {} ({}) serves {}", st.id, st.spec.spec.url,
+                 nlohmann::json(st.models).dump());
+    self->send(st.listener, models_atom_v, st.id, st.models);
+    check_health(self);
+  };
+  start_probe(self, "/v1/models",
+              [self, finish](const exchange_result& r, transport::collect_sink& sink) {
+                auto models = std::vector<std::string>{};
+                if (r.status == exchange_status::ok && sink.status() / 100 == 2) {
+                  models = protocol::models_from_listing(
+                      nlohmann::json::parse(sink.body(), nullptr, false));
+                }
+                if (!models.empty()) {
+                  return finish(std::move(models));
+                }
+                if (self->state.spec.spec.provider != protocol::provider_kind::none) {
+                  return record_check(self, false, "model listing: " + describe(r, sink));
+                }
+                start_probe(self, "/get_model_info",
+                            [self, finish](const exchange_result& r2,
+                                           transport::collect_sink& sink2) {
+                              auto models = std::vector<std::string>{};
+                              if (r2.status == exchange_status::ok && sink2.status() / 100 == 2) {
+                                models = protocol::models_from_listing(
+                                    nlohmann::json::parse(sink2.body(), nullptr, false));
+                              }
+                              if (models.empty()) {
+                                return record_check(self, false,
+                                                    "model discovery: " + describe(r2, sink2));
+                              }
+                              finish(std::move(models));
+                            });
+              });
+  (void)st;
+}
+
+void check_health(self_ptr self) {
+  auto& st = self->state;
+  st.check_running = true;
+  if (!st.models_known) {
+    return discover_models(self);
+  }
+  // External providers have no health endpoint: their model listing is the check.
+  auto path = st.spec.spec.provider == protocol::provider_kind::none ? st.cfg.health_endpoint
+                                                                     : std::string{"/v1/models"};
+  start_probe(self, path, [self](const exchange_result& r, transport::collect_sink& sink) {
+    record_check(self, r.status == exchange_status::ok && sink.status() / 100 == 2,
+                 describe(r, sink));
+  });
+}
+
+void schedule_half_open(self_ptr self) {
+  auto& st = self->state;
+  self->delayed_send(self, st.cfg.cb_timeout, breaker_atom_v, ++st.cb_generation);
+}
+
+void record_outcome(self_ptr self, const exchange_result& r) {
+  auto& st = self->state;
+  if (r.status == exchange_status::cancelled || r.status == exchange_status::rejected) {
+    return;
+  }
+  auto state = st.live->breaker.load();
+  if (is_failure(r)) {
+    st.live->failures.fetch_add(1, std::memory_order_relaxed);
+    st.cb_successes = 0;
+    ++st.cb_failures;
+    if (state == breaker_state::half_open ||
+        (state == breaker_state::closed && st.cb_failures >= st.cfg.cb_failure_threshold)) {
+      st.live->breaker.store(breaker_state::open);
+      spdlog::warn("worker {} ({}): circuit breaker open after {} failures (last: {} {})", st.id,
+                   st.spec.spec.url, st.cb_failures, to_string(r.status), r.detail);
+      schedule_half_open(self);
+    }
+    return;
+  }
+  st.cb_failures = 0;
+  if (state == breaker_state::half_open && ++st.cb_successes >= st.cfg.cb_success_threshold) {
+    st.live->breaker.store(breaker_state::closed);
+    st.cb_successes = 0;
+    spdlog::info("worker {} ({}): circuit breaker closed", st.id, st.spec.spec.url);
+  }
+}
+
+nlohmann::json inspect_state(self_ptr self) {
+  auto& st = self->state;
+  return {
+      {"kind", "worker_proxy"},
+      {"name", "worker_proxy:" + st.id},
+      {"id", self->id()},
+      {"worker_id", st.id},
+      {"url", st.spec.spec.url},
+      {"worker_type", to_string(st.spec.spec.type)},
+      {"health", to_string(st.live->health.load())},
+      {"circuit_breaker", to_string(st.live->breaker.load())},
+      {"in_flight", st.live->load()},
+      {"requests_total", st.live->requests.load()},
+      {"failures_total", st.live->failures.load()},
+      {"pool_connections", st.pool->open_connections()},
+      {"pool_idle", st.pool->idle_connections()},
+      {"models", st.models},
+      {"draining", st.draining},
+      {"mailbox_size", self->mailbox().size()},
+  };
+}
+
+void maybe_quit(self_ptr self) {
+  auto& st = self->state;
+  if (st.draining && st.orders.empty()) {
+    for (auto& [id, p] : st.probes) {
+      p.exchange->cancel();
+    }
+    st.pool->close_idle();
+    self->quit();
+  }
+}
+
+worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_context* ioc,
+                                               std::string id, protocol::checked_spec spec,
+                                               std::shared_ptr<worker_live> live,
+                                               worker_listener listener,
+                                               worker_proxy_config cfg) {
+  auto& st = self->state;
+  st.id = std::move(id);
+  st.pool = std::make_shared<transport::upstream_pool>(*ioc, spec.url.host, spec.url.port,
+                                                       cfg.max_idle_connections);
+  st.spec = std::move(spec);
+  st.live = std::move(live);
+  st.listener = std::move(listener);
+  st.cfg = cfg;
+  if (st.spec.spec.model_id) {
+    st.models = {*st.spec.spec.model_id};
+    st.models_known = true;
+  }
+  self->send(self, health_atom_v);
+  return {
+      [self](dispatch_atom, dispatch_order& o) -> caf::result<exchange_result> {
+        auto& st = self->state;
+        auto rp = self->make_response_promise<exchange_result>();
+        st.live->in_flight.fetch_add(1, std::memory_order_relaxed);
+        st.live->requests.fetch_add(1, std::memory_order_relaxed);
+        if (!st.spec.url.path.empty()) {
+          o.call.target = st.spec.url.path + o.call.target;
+        }
+        auto handle = caf::actor_cast<worker_proxy_actor>(self);
+        auto ex = transport::upstream_exchange::start(
+            st.pool, std::move(o.call), std::move(o.sink), [handle, id = o.id](exchange_result r) {
+              caf::anon_send(handle, done_atom_v, id, std::move(r));
+            });
+        st.orders.emplace(o.id, worker_proxy_state::order{std::move(ex), rp});
+        return rp;
+      },
+      [self](cancel_atom, std::uint64_t order_id) {
+        if (auto it = self->state.orders.find(order_id); it != self->state.orders.end()) {
+          it->second.exchange->cancel();
+        }
+      },
+      [self](done_atom, std::uint64_t order_id, transport::exchange_result& r) {
+        auto& st = self->state;
+        if (auto it = st.orders.find(order_id); it != st.orders.end()) {
+          st.live->in_flight.fetch_sub(1, std::memory_order_relaxed);
+          record_outcome(self, r);
+          it->second.promise.deliver(std::move(r));
+          st.orders.erase(it);
+          return maybe_quit(self);
+        }
+        if (auto it = st.probes.find(order_id); it != st.probes.end()) {
+          auto probe = std::move(it->second);
+          st.probes.erase(it);
+          if (!st.draining) {
+            probe.then(r, *probe.sink);
+          }
+        }
+      },
+      [self](health_atom) {
+        auto& st = self->state;
+        if (st.draining) {
+          return;
+        }
+        if (!st.check_running) {
+          check_health(self);
+        }
+        self->delayed_send(self, st.cfg.health_interval, health_atom_v);
+      },
+      [self](breaker_atom, std::uint64_t generation) {
+        auto& st = self->state;
+        // An open breaker whose timeout passed lets requests probe the worker again.
+        if (generation == st.cb_generation && st.live->breaker.load() == breaker_state::open) {
+          st.live->breaker.store(breaker_state::half_open);
+          st.cb_successes = 0;
+          spdlog::info("worker {} ({}): circuit breaker half-open", st.id, st.spec.spec.url);
+        }
+      },
+      [self](drain_atom) {
+        self->state.draining = true;
+        maybe_quit(self);
+      },
+      [self](inspect_atom) { return inspect_state(self).dump(); },
+  };
+}
+
+} // namespace
+
+std::string_view to_string(health_state s) noexcept {
+  switch (s) {
+    case health_state::unknown:
+      return "unknown";
+    case health_state::healthy:
+      return "healthy";
+    case health_state::unhealthy:
+      return "unhealthy";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(breaker_state s) noexcept {
+  switch (s) {
+    case breaker_state::closed:
+      return "closed";
+    case breaker_state::open:
+      return "open";
+    case breaker_state::half_open:
+      return "half_open";
+  }
+  return "closed";
+}
+
+worker_proxy_actor make_worker_proxy(caf::actor_system& sys, boost::asio::io_context& ioc,
+                                     std::string id, protocol::checked_spec spec,
+                                     std::shared_ptr<worker_live> live, worker_listener listener,
+                                     worker_proxy_config cfg) {
+  return sys.spawn(worker_proxy, &ioc, std::move(id), std::move(spec), std::move(live),
+                   std::move(listener), std::move(cfg));
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_actor.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "actors/worker_live.hpp"
+#include "protocol/worker.hpp"
+
+namespace troupe::actors {
+
+/// Receives what a worker proxy learns about its worker (the registry implements it).
+using worker_listener = caf::typed_actor<
+    /// The worker's model ids were discovered (from `/v1/models` or `/get_model_info`).
+    caf::reacts_to<models_atom, std::string, std::vector<std::string>>>;
+
+/// One actor per worker: owns its upstream connection pool, in-flight count, health checks
+/// and circuit breaker.
+using worker_proxy_actor = caf::typed_actor<
+    /// Runs one exchange with the worker; replies when the response is over, however it ended.
+    caf::replies_to<dispatch_atom, dispatch_order>::with<transport::exchange_result>,
+    /// Aborts the exchange of an order (its client left).
+    caf::reacts_to<cancel_atom, std::uint64_t>,
+    /// An exchange ended (sent by the exchange itself).
+    caf::reacts_to<done_atom, std::uint64_t, transport::exchange_result>,
+    /// Time for a health check (sent to itself).
+    caf::reacts_to<health_atom>,
+    /// The circuit breaker's open period (of the given generation) is over (sent to itself).
+    caf::reacts_to<breaker_atom, std::uint64_t>,
+    /// Finish the exchanges in flight, then stop (the worker was removed).
+    caf::reacts_to<drain_atom>,
+    /// The proxy's state as JSON, for the admin endpoint.
+    caf::replies_to<inspect_atom>::with<std::string>>;
+
+/// Health-check and circuit-breaker settings of worker proxies.
+struct worker_proxy_config {
+  std::chrono::milliseconds health_interval{std::chrono::seconds{60}}; ///< Between checks.
+  std::chrono::milliseconds health_timeout{std::chrono::seconds{5}};   ///< Per check.
+  std::string health_endpoint = "/health";  ///< Path probed on self-hosted workers.
+  unsigned health_failure_threshold = 3;    ///< Failed checks before unhealthy.
+  unsigned health_success_threshold = 2;    ///< Passed checks before healthy again.
+  unsigned cb_failure_threshold = 10;       ///< Consecutive failed requests that open the breaker.
+  unsigned cb_success_threshold = 3;        ///< Successes in half-open that close it.
+  std::chrono::milliseconds cb_timeout{std::chrono::seconds{60}}; ///< Open before half-open.
+  std::size_t max_idle_connections = 256;   ///< Idle keep-alive connections kept per worker.
+};
+
+/// Spawns the proxy of worker `id`. It discovers the worker's models (unless the spec names
+/// one), checks its health, reports to `listener`, and publishes its live state in `live`.
+worker_proxy_actor make_worker_proxy(caf::actor_system& sys, boost::asio::io_context& ioc,
+                                     std::string id, protocol::checked_spec spec,
+                                     std::shared_ptr<worker_live> live, worker_listener listener,
+                                     worker_proxy_config cfg);
+
+} // namespace troupe::actors

@@ -1,0 +1,156 @@
+#include "apps/troupe/flags.hpp"
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <iostream>
+
+#include "actors/policy.hpp"
+
+namespace troupe::apps {
+
+namespace {
+
+std::chrono::milliseconds secs(double s) {
+  return std::chrono::milliseconds(static_cast<long long>(std::llround(s * 1000.0)));
+}
+
+/// `--prefill URL [PORT|none]` groups into prefill flags.
+bool to_prefill(const std::vector<std::vector<std::string>>& groups,
+                std::vector<actors::prefill_flag>& out, std::string& why) {
+  for (auto& g : groups) {
+    if (g.empty() || g.size() > 2) {
+      why = "--prefill takes a URL and an optional bootstrap port";
+      return false;
+    }
+    actors::prefill_flag f{g[0], std::nullopt};
+    if (g.size() == 2 && g[1] != "none") {
+      unsigned port = 0;
+      auto [p, ec] = std::from_chars(g[1].data(), g[1].data() + g[1].size(), port);
+      if (ec != std::errc{} || p != g[1].data() + g[1].size() || port == 0 || port > 65535) {
+        why = "--prefill " + g[0] + ": bootstrap port must be 1-65535 or 'none', got '" + g[1] +
+              "'";
+        return false;
+      }
+      f.bootstrap_port = static_cast<std::uint16_t>(port);
+    }
+    out.push_back(std::move(f));
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& exit_code) {
+  actors::gateway_config cfg;
+  CLI::App app{"troupe: an LLM inference gateway node (OpenAI, Anthropic and SGLang APIs)"};
+  app.option_defaults()->always_capture_default();
+
+  // -- listening --
+  app.add_option("--host", cfg.host, "Address to listen on");
+  app.add_option("--port", cfg.port, "HTTP port of the API");
+  app.add_option("--io-threads", cfg.io_threads, "Threads running sockets and actors")
+      ->check(CLI::Range(1u, 256u));
+
+  // -- workers --
+  app.add_option("--worker-urls", cfg.worker_urls, "Regular workers, e.g. http://host:8000")
+      ->expected(1, -1);
+  app.add_flag("--pd-disaggregation", cfg.pd_disaggregation,
+               "Prefill/decode disaggregation: serve models with --prefill/--decode pairs");
+  std::vector<std::vector<std::string>> prefill_groups;
+  app.add_option("--prefill", prefill_groups,
+                 "Prefill worker: URL [BOOTSTRAP_PORT|none] (repeatable)")
+      ->expected(1, 2)
+      ->allow_extra_args(false);
+  app.add_option("--decode", cfg.decode_urls, "Decode worker URL (repeatable)")->expected(1);
+
+  // -- routing --
+  auto policies = actors::strategy_names();
+  app.add_option("--policy", cfg.policy, "Worker selection policy")
+      ->check(CLI::IsMember(policies));
+  app.add_option("--prefill-policy", cfg.prefill_policy,
+                 "Policy for prefill workers (default: --policy)")
+      ->check(CLI::IsMember(policies));
+  app.add_option("--decode-policy", cfg.decode_policy,
+                 "Policy for decode workers (default: --policy)")
+      ->check(CLI::IsMember(policies));
+  app.add_option("--retry-max-retries", cfg.max_retries,
+                 "Other workers tried when one fails before the first response byte");
+
+  // -- limits --
+  app.add_option("--max-payload-size", cfg.max_payload_size, "Largest request body, in bytes")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-response-size", cfg.max_response_size,
+                 "Largest non-streamed worker response, in bytes")
+      ->check(CLI::PositiveNumber);
+  long long timeout_secs = cfg.request_timeout.count();
+  app.add_option("--request-timeout-secs", timeout_secs, "Deadline of a whole request")
+      ->check(CLI::PositiveNumber);
+  long long grace_secs = cfg.shutdown_grace.count();
+  app.add_option("--shutdown-grace-secs", grace_secs,
+                 "On SIGTERM, how long requests in flight may finish")
+      ->check(CLI::NonNegativeNumber);
+
+  // -- security --
+  app.add_option("--api-key", cfg.api_key,
+                 "Require 'Authorization: Bearer KEY' on the data plane and worker management");
+
+  // -- health and circuit breaker --
+  auto& w = cfg.worker;
+  double health_interval = w.health_interval.count() / 1000.0;
+  double health_timeout = w.health_timeout.count() / 1000.0;
+  double cb_timeout = w.cb_timeout.count() / 1000.0;
+  app.add_option("--health-check-interval-secs", health_interval, "Between worker health checks")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--health-check-timeout-secs", health_timeout, "Deadline of one health check")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--health-check-endpoint", w.health_endpoint, "Path probed on workers");
+  app.add_option("--health-failure-threshold", w.health_failure_threshold,
+                 "Failed checks before a worker is unhealthy")
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--health-success-threshold", w.health_success_threshold,
+                 "Passed checks before an unhealthy worker is healthy again")
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--cb-failure-threshold", w.cb_failure_threshold,
+                 "Consecutive failed requests that open a worker's circuit breaker")
+      ->check(CLI::Range(1u, 100000u));
+  app.add_option("--cb-success-threshold", w.cb_success_threshold,
+                 "Successes in half-open that close the breaker")
+      ->check(CLI::Range(1u, 100000u));
+  app.add_option("--cb-timeout-duration-secs", cb_timeout,
+                 "How long an open breaker stays open before probing")
+      ->check(CLI::PositiveNumber);
+
+  // -- observability --
+  app.add_option("--prometheus-host", cfg.prometheus_host, "Address of the metrics listener");
+  app.add_option("--prometheus-port", cfg.prometheus_port, "Port of GET /metrics (0: off)");
+  app.add_option("--log-level", cfg.log_level, "Log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_flag("--log-json", cfg.log_json, "Log one JSON object per line");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    exit_code = app.exit(e);
+    return std::nullopt;
+  }
+  std::string why;
+  if (!to_prefill(prefill_groups, cfg.prefill_urls, why)) {
+    std::cerr << "troupe: " << why << "\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if ((!cfg.prefill_urls.empty() || !cfg.decode_urls.empty()) && !cfg.pd_disaggregation) {
+    std::cerr << "troupe: --prefill and --decode need --pd-disaggregation\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+  cfg.request_timeout = std::chrono::seconds(timeout_secs);
+  cfg.shutdown_grace = std::chrono::seconds(grace_secs);
+  w.health_interval = secs(health_interval);
+  w.health_timeout = secs(health_timeout);
+  w.cb_timeout = secs(cb_timeout);
+  return cfg;
+}
+
+} // namespace troupe::apps

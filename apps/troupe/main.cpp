@@ -1,0 +1,64 @@
+// troupe: one gateway node. Parses flags, builds the actor system on the io threads, runs.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <iostream>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "actors/asio_scheduler.hpp"
+#include "actors/errors.hpp"
+#include "actors/gateway.hpp"
+#include "apps/troupe/flags.hpp"
+#include "apps/troupe/logging.hpp"
+#include "protocol/type_ids.hpp"
+
+int main(int argc, char** argv) {
+  using namespace troupe;
+  int exit_code = 0;
+  auto cfg = apps::parse_flags(argc, argv, exit_code);
+  if (!cfg) {
+    return exit_code;
+  }
+  apps::setup_logging(cfg->log_level, cfg->log_json);
+
+  boost::asio::io_context ioc{static_cast<int>(cfg->io_threads)};
+  caf::actor_system_config sys_cfg;
+  sys_cfg.add_message_types<caf::id_block::troupe>();
+  sys_cfg.add_error_category(caf::atom("troupe"), actors::render_caf_error);
+  actors::asio_scheduler scheduler{sys_cfg, ioc};
+  int rc = 0;
+  {
+    caf::actor_system sys{sys_cfg};
+    actors::gateway node{sys, ioc, *cfg};
+    try {
+      node.start();
+    } catch (const std::exception& e) {
+      spdlog::critical("{}", e.what());
+      scheduler.hand_back();
+      return 1;
+    }
+    boost::asio::signal_set signals{ioc, SIGINT, SIGTERM};
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) {
+        return;
+      }
+      spdlog::info("signal {}: shutting down", sig);
+      node.shutdown([&ioc] { ioc.stop(); });
+    });
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < cfg->io_threads; ++i) {
+      threads.emplace_back([&ioc] { ioc.run(); });
+    }
+    ioc.run();
+    for (auto& t : threads) {
+      t.join();
+    }
+    scheduler.hand_back();
+    sys.await_actors_before_shutdown(false);
+  }
+  spdlog::info("troupe stopped");
+  return rc;
+}

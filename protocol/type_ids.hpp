@@ -1,0 +1,63 @@
+#pragma once
+
+// The project's one CAF type-id block: every atom, and every type that crosses the network.
+// Types that never leave the process (handles to sockets, shared snapshots) are allowed as
+// unsafe message types where they are declared instead (actors/messages.hpp).
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/type_id.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/worker.hpp"
+
+CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
+
+  // -- atoms (verbs, at most 10 characters) --
+
+  CAF_ADD_ATOM(troupe, troupe, add_atom, "add")
+  CAF_ADD_ATOM(troupe, troupe, remove_atom, "remove")
+  CAF_ADD_ATOM(troupe, troupe, select_atom, "select")
+  CAF_ADD_ATOM(troupe, troupe, dispatch_atom, "dispatch")
+  CAF_ADD_ATOM(troupe, troupe, cancel_atom, "cancel")
+  CAF_ADD_ATOM(troupe, troupe, done_atom, "done")
+  CAF_ADD_ATOM(troupe, troupe, drain_atom, "drain")
+  CAF_ADD_ATOM(troupe, troupe, health_atom, "health")
+  CAF_ADD_ATOM(troupe, troupe, breaker_atom, "breaker")
+  CAF_ADD_ATOM(troupe, troupe, discover_atom, "discover")
+  CAF_ADD_ATOM(troupe, troupe, models_atom, "models")
+  CAF_ADD_ATOM(troupe, troupe, inspect_atom, "inspect")
+  CAF_ADD_ATOM(troupe, troupe, publish_atom, "publish")
+  CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
+
+  // -- network types --
+
+  CAF_ADD_TYPE_ID(troupe, (troupe::protocol::worker_spec))
+
+CAF_END_TYPE_ID_BLOCK(troupe)
+
+namespace troupe::protocol {
+
+/// CAF 0.17 inspection of a worker spec (the api key travels: cluster links are trusted).
+/// Optional fields travel as 0 / empty, which are invalid values of theirs.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_spec& x) {
+  auto type = static_cast<std::uint8_t>(x.type);
+  auto provider = static_cast<std::uint8_t>(x.provider);
+  std::uint16_t bootstrap_port = x.bootstrap_port.value_or(0);
+  std::string model_id = x.model_id.value_or("");
+  auto load = caf::meta::load_callback([&]() -> caf::error {
+    x.type = static_cast<worker_type>(type);
+    x.provider = static_cast<provider_kind>(provider);
+    x.bootstrap_port = bootstrap_port ? std::optional<std::uint16_t>{bootstrap_port} : std::nullopt;
+    x.model_id = model_id.empty() ? std::nullopt : std::optional<std::string>{model_id};
+    return caf::none;
+  });
+  return f(caf::meta::type_name("worker_spec"), x.url, type, bootstrap_port, model_id, provider,
+           x.api_key, load);
+}
+
+} // namespace troupe::protocol
