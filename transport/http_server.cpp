@@ -93,6 +93,8 @@ public:
     }
     if (std::holds_alternative<std::shared_ptr<response>>(item.what)) {
       auto& res = *std::get<std::shared_ptr<response>>(item.what);
+      // A handler may ask to close the connection (Connection: close); it cannot reopen it.
+      keep_alive_ = keep_alive_ && res.keep_alive();
       res.keep_alive(keep_alive_);
       res.prepare_payload();
     } else if (auto* h = std::get_if<write_item::head>(&item.what)) {
@@ -168,7 +170,8 @@ private:
 
   void on_read_error(error_code ec) {
     reading_ = false;
-    if (ec == http::error::body_limit && parser_ && parser_->is_header_done()) {
+    // Beast reports an oversized Content-Length right after parsing the header fields.
+    if (ec == http::error::body_limit && parser_) {
       // Answer 413 through the handler (it knows the route's error format), then close: the
       // unread body makes the connection unusable.
       stop_reading_ = true;

@@ -1,0 +1,156 @@
+#include "transport/http_server.hpp"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <mutex>
+
+#include "tests/transport/loopback.hpp"
+
+using namespace troupe;
+using namespace troupe::transport;
+using test::io_thread;
+using test::make_request;
+using test::test_client;
+
+namespace {
+
+/// Echoes method, target and body; "/stream" streams three chunks; "/hold" keeps the reply.
+struct echo_server {
+  explicit echo_server(io_thread& io, std::size_t body_limit = 1024)
+      : server(io.ioc, server_options{"127.0.0.1", 0, body_limit, std::chrono::seconds{5}, 16},
+               [this](request&& req, inbound_status status, std::shared_ptr<reply_channel> reply) {
+                 handle(std::move(req), status, std::move(reply));
+               }) {
+    REQUIRE_FALSE(server.start());
+  }
+
+  void handle(request&& req, inbound_status status, std::shared_ptr<reply_channel> reply) {
+    if (status == inbound_status::payload_too_large) {
+      ++too_large;
+      response res{http::status::payload_too_large, 11};
+      res.body() = "too large";
+      return reply->respond(std::move(res));
+    }
+    if (req.target() == "/stream") {
+      reply->begin_stream(200, {{"content-type", "text/event-stream"}});
+      reply->write_chunk("data: 1\n\n");
+      reply->write_chunk("data: 2\n\n");
+      reply->write_chunk("data: 3\n\n");
+      return reply->end_stream();
+    }
+    if (req.target() == "/hold") {
+      reply->on_disconnect([this] { disconnected.set_value(); });
+      std::lock_guard guard{mx};
+      held.push_back(reply);
+      return;
+    }
+    response res{http::status::ok, 11};
+    res.body() = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
+                 req.body();
+    reply->respond(std::move(res));
+  }
+
+  http_server server;
+  std::atomic<int> too_large{0};
+  std::promise<void> disconnected;
+  std::mutex mx;
+  std::vector<std::shared_ptr<reply_channel>> held;
+};
+
+} // namespace
+
+TEST_CASE("requests on one keep-alive connection are answered in order") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  for (int i = 0; i < 3; ++i) {
+    c.send(make_request(http::verb::post, "/x" + std::to_string(i), "b"));
+    auto res = c.read();
+    CHECK(res.result_int() == 200);
+    CHECK(res.body() == "POST /x" + std::to_string(i) + " b");
+    CHECK(res.keep_alive());
+  }
+}
+
+TEST_CASE("pipelined requests are answered in order") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send_raw("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(c.read().body() == "GET /a ");
+  CHECK(c.read().body() == "GET /b ");
+}
+
+TEST_CASE("a body over the limit reaches the handler as payload_too_large, then the connection closes") {
+  io_thread io;
+  echo_server s{io, 16};
+  test_client c{s.server.port()};
+  c.send(make_request(http::verb::post, "/big", std::string(100, 'x')));
+  auto res = c.read();
+  CHECK(res.result_int() == 413);
+  CHECK_FALSE(res.keep_alive());
+  CHECK(s.too_large == 1);
+}
+
+TEST_CASE("Expect: 100-continue gets the interim response before the body is sent") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send_raw("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+  http::response<http::empty_body> interim;
+  http::response_parser<http::empty_body> p;
+  http::read_header(c.socket, c.buffer, p);
+  CHECK(p.get().result_int() == 100);
+  c.send_raw("hi");
+  auto res = c.read();
+  CHECK(res.body() == "POST /e hi");
+}
+
+TEST_CASE("a streamed response arrives as chunks and ends") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send(make_request(http::verb::get, "/stream"));
+  auto res = c.read();
+  CHECK(res.result_int() == 200);
+  CHECK(res[http::field::content_type] == "text/event-stream");
+  CHECK(res.chunked());
+  CHECK(res.body() == "data: 1\n\ndata: 2\n\ndata: 3\n\n");
+  // The connection is still usable afterwards.
+  c.send(make_request(http::verb::get, "/after"));
+  CHECK(c.read().body() == "GET /after ");
+}
+
+TEST_CASE("a client leaving before its response fires the disconnect callback") {
+  io_thread io;
+  echo_server s{io};
+  auto fut = s.disconnected.get_future();
+  {
+    test_client c{s.server.port()};
+    c.send(make_request(http::verb::get, "/hold"));
+    // Wait until the handler holds the reply, then leave.
+    for (int i = 0; i < 200; ++i) {
+      std::lock_guard guard{s.mx};
+      if (!s.held.empty()) {
+        break;
+      }
+    }
+  }
+  CHECK(fut.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  // A late reply to the departed client is harmless.
+  std::lock_guard guard{s.mx};
+  REQUIRE(s.held.size() == 1);
+  s.held[0]->respond(response{http::status::ok, 11});
+}
+
+TEST_CASE("a malformed request gets 400 and the connection closes") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send_raw("THIS IS NOT HTTP\r\n\r\n");
+  auto res = c.read();
+  CHECK(res.result_int() == 400);
+  CHECK_FALSE(res.keep_alive());
+}

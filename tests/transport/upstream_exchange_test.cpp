@@ -1,0 +1,163 @@
+#include "transport/upstream_exchange.hpp"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <future>
+
+#include "tests/transport/loopback.hpp"
+#include "transport/collect_sink.hpp"
+
+using namespace troupe;
+using namespace troupe::transport;
+using test::io_thread;
+
+namespace {
+
+/// A worker: echoes the target; "/close" answers with Connection: close; "/slow" never answers;
+/// "/sse" streams events.
+struct fake_worker {
+  explicit fake_worker(io_thread& io)
+      : server(io.ioc, server_options{"127.0.0.1", 0, 1 << 20, std::chrono::seconds{1}, 16},
+               [this](request&& req, inbound_status, std::shared_ptr<reply_channel> reply) {
+                 ++requests;
+                 if (req.target() == "/slow") {
+                   held.push_back(reply);
+                   return;
+                 }
+                 if (req.target() == "/sse") {
+                   reply->begin_stream(200, {{"content-type", "text/event-stream"}});
+                   reply->write_chunk("data: a\n\n");
+                   reply->write_chunk("data: b\n\n");
+                   return reply->end_stream();
+                 }
+                 response res{http::status::ok, 11};
+                 res.set(http::field::content_type, "application/json");
+                 res.set("x-seen-id", std::string(req["x-request-id"]));
+                 res.body() = "{\"target\":\"" + std::string(req.target()) + "\"}";
+                 if (req.target() == "/close") {
+                   res.keep_alive(false);
+                 }
+                 reply->respond(std::move(res));
+               }) {
+    REQUIRE_FALSE(server.start());
+  }
+  http_server server;
+  std::atomic<int> requests{0};
+  std::vector<std::shared_ptr<reply_channel>> held;
+};
+
+struct outcome {
+  exchange_result result;
+  std::shared_ptr<collect_sink> sink;
+};
+
+outcome run(std::shared_ptr<upstream_pool> pool, std::string target,
+            std::chrono::milliseconds deadline = std::chrono::seconds(5),
+            std::function<void(upstream_exchange&)> after_start = {}) {
+  upstream_call call;
+  call.method = http::verb::get;
+  call.target = std::move(target);
+  call.headers = {{"x-request-id", "rid-1"}};
+  call.deadline = std::chrono::steady_clock::now() + deadline;
+  auto sink = std::make_shared<collect_sink>(1 << 20);
+  std::promise<exchange_result> p;
+  auto ex = upstream_exchange::start(pool, std::move(call), sink,
+                                     [&p](exchange_result r) { p.set_value(std::move(r)); });
+  if (after_start) {
+    after_start(*ex);
+  }
+  auto f = p.get_future();
+  REQUIRE(f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  return {f.get(), sink};
+}
+
+} // namespace
+
+TEST_CASE("an exchange delivers the response and reuses its connection") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  auto first = run(pool, "/one");
+  CHECK(first.result.status == exchange_status::ok);
+  CHECK(first.result.http_status == 200);
+  CHECK(first.sink->body() == R"({"target":"/one"})");
+  CHECK(first.result.head_received);
+  auto second = run(pool, "/two");
+  CHECK(second.result.status == exchange_status::ok);
+  CHECK(pool->open_connections() == 1);
+  CHECK(pool->idle_connections() == 1);
+}
+
+TEST_CASE("a response with Connection: close does not return its connection to the pool") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  CHECK(run(pool, "/close").result.status == exchange_status::ok);
+  CHECK(pool->idle_connections() == 0);
+  CHECK(pool->open_connections() == 0);
+}
+
+TEST_CASE("an idle connection the worker closed is replaced without an error") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  CHECK(run(pool, "/a").result.status == exchange_status::ok);
+  // The fake worker's idle timeout is 1 s: its side of the pooled connection closes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto again = run(pool, "/b");
+  CHECK(again.result.status == exchange_status::ok);
+  CHECK(again.sink->body() == R"({"target":"/b"})");
+}
+
+TEST_CASE("connecting to a closed port fails as connect_failed") {
+  io_thread io;
+  std::uint16_t port;
+  {
+    boost::asio::ip::tcp::acceptor a{io.ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+    port = a.local_endpoint().port();
+  }
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", port, 8);
+  auto r = run(pool, "/x");
+  CHECK(r.result.status == exchange_status::connect_failed);
+  CHECK_FALSE(r.result.head_received);
+}
+
+TEST_CASE("a worker that does not answer in time fails as timeout") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  auto r = run(pool, "/slow", std::chrono::milliseconds(200));
+  CHECK(r.result.status == exchange_status::timeout);
+  CHECK(pool->open_connections() == 0);
+}
+
+TEST_CASE("cancel aborts an exchange in flight") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  auto r = run(pool, "/slow", std::chrono::seconds(10), [](upstream_exchange& ex) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ex.cancel();
+  });
+  CHECK(r.result.status == exchange_status::cancelled);
+  CHECK(pool->open_connections() == 0);
+}
+
+TEST_CASE("a streamed body arrives in pieces and completes") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  auto r = run(pool, "/sse");
+  CHECK(r.result.status == exchange_status::ok);
+  CHECK(r.sink->content_type() == "text/event-stream");
+  CHECK(r.sink->body() == "data: a\n\ndata: b\n\n");
+}
+
+TEST_CASE("request headers given by the caller reach the worker") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  auto r = run(pool, "/h");
+  CHECK(r.result.status == exchange_status::ok);
+  CHECK(r.sink->body() == R"({"target":"/h"})");
+}
