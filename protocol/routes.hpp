@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "protocol/error.hpp"
+#include "protocol/worker.hpp"
 
 namespace troupe::protocol {
 
@@ -35,5 +36,10 @@ struct operation_info {
 
 /// The facts about `op`.
 const operation_info& info(operation op) noexcept;
+
+/// The provider whose API `op` belongs to: `anthropic` for `/v1/messages`, `openai` for the
+/// OpenAI routes, `none` (self-hosted) for SGLang's native ones. Credentials a client sends
+/// with the request are meant for it (see `selection::provider`).
+provider_kind api_provider(operation op) noexcept;
 
 } // namespace troupe::protocol
