@@ -1,0 +1,36 @@
+#pragma once
+
+#include "apps/troupe-sim/pd_rendezvous.hpp"
+#include "apps/troupe-sim/prefix_cache.hpp"
+#include "apps/troupe-sim/request_log.hpp"
+#include "apps/troupe-sim/room_board.hpp"
+#include "apps/troupe-sim/sim_config.hpp"
+#include "apps/troupe-sim/sim_stats.hpp"
+
+#include <memory>
+#include <random>
+#include <spdlog/logger.h>
+
+namespace troupe::sim {
+
+/// The state of one simulated worker, shared by its handlers. One io_context thread touches it.
+struct sim_context {
+  /// A worker configured by `cfg`, running on `ioc`, logging to `log`.
+  sim_context(net::io_context& ioc, sim_config cfg, std::shared_ptr<spdlog::logger> log)
+      : ioc(ioc), config(std::move(cfg)),
+        cache(config.cache_block_tokens, config.cache_capacity_blocks),
+        requests(config.request_log_size), rng(config.seed), rooms(ioc), rendezvous(ioc),
+        logger(std::move(log)) {}
+
+  net::io_context& ioc;
+  sim_config config;            ///< Current settings (`POST /sim/config` changes knobs).
+  prefix_cache cache;           ///< The KV prefix cache.
+  request_log requests;         ///< `GET /sim/requests`.
+  sim_stats stats;              ///< `GET /sim/stats`.
+  std::mt19937_64 rng;          ///< Error-rate draws and ids.
+  room_board rooms;             ///< Rooms seen as a prefill worker.
+  rendezvous_client rendezvous; ///< Asks prefill workers about rooms, as a decode worker.
+  std::shared_ptr<spdlog::logger> logger;
+};
+
+} // namespace troupe::sim

@@ -1,0 +1,108 @@
+#pragma once
+
+#include "apps/troupe-sim/api_chat.hpp"
+#include "apps/troupe-sim/api_completions.hpp"
+#include "apps/troupe-sim/api_generate.hpp"
+#include "apps/troupe-sim/api_messages.hpp"
+#include "apps/troupe-sim/api_responses.hpp"
+#include "apps/troupe-sim/bootstrap_server.hpp"
+#include "apps/troupe-sim/route_table.hpp"
+#include "apps/troupe-sim/sim_context.hpp"
+#include "apps/troupe-sim/sim_server.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <spdlog/logger.h>
+#include <string>
+#include <vector>
+
+namespace troupe::sim {
+
+/// One request on its way through the simulator.
+struct exchange {
+  transport::request req;
+  std::shared_ptr<sim_reply> reply;
+  std::vector<std::string> params; ///< Segments matched by the route's `{}`.
+  protocol::api_format format = protocol::api_format::openai;
+  std::optional<inflight> token; ///< Held while a data-plane request is in flight.
+};
+
+/// A simulated inference worker: its main port's route table, failure injection, the handlers
+/// of every endpoint, and (as a prefill worker) its bootstrap server. Single-threaded.
+class simulator {
+public:
+  /// A worker configured by `cfg` on `ioc`.
+  simulator(net::io_context& ioc, sim_config cfg, std::shared_ptr<spdlog::logger> log);
+  ~simulator();
+
+  simulator(const simulator&) = delete;
+  simulator& operator=(const simulator&) = delete;
+
+  /// Binds the main port, and the bootstrap port of a prefill worker; the first bind error.
+  boost::system::error_code start();
+
+  /// Stops accepting connections.
+  void stop();
+
+  /// The bound main port.
+  std::uint16_t port() const noexcept { return server_.port(); }
+
+  /// The bound bootstrap port (0 unless the role is prefill).
+  std::uint16_t bootstrap_port() const noexcept;
+
+  /// Handles one request of the main port.
+  void handle(transport::request&& req, transport::inbound_status status,
+              std::shared_ptr<sim_reply> reply);
+
+  /// The worker's state.
+  sim_context& context() noexcept { return ctx_; }
+
+private:
+  using handler = std::function<void(exchange&)>;
+
+  std::vector<route<handler>> make_routes();
+
+  // -- the data-plane pipeline --
+  void inject_faults(exchange& x, const handler& next);
+  std::optional<nlohmann::json> read_json(exchange& x);
+  std::optional<gen_request> prepare(exchange& x, api_family& family, const nlohmann::json& body);
+  void serve_generation(exchange& x, api_family& family);
+  void respond_after(exchange& x, std::size_t prompt_tokens, std::string body);
+
+  // -- endpoints --
+  void responses_create(exchange& x);
+  void responses_get(exchange& x);
+  void responses_delete(exchange& x);
+  void responses_cancel(exchange& x);
+  void responses_input_items(exchange& x);
+  void embeddings(exchange& x);
+  void rerank(exchange& x);
+  void models(exchange& x);
+  void model(exchange& x);
+  void model_info(exchange& x);
+  void server_info(exchange& x);
+  void load(exchange& x);
+  void health(exchange& x);
+  void flush_cache(exchange& x);
+  void sim_requests(exchange& x);
+  void sim_clear_requests(exchange& x);
+  void sim_get_config(exchange& x);
+  void sim_set_config(exchange& x);
+  void sim_get_stats(exchange& x);
+
+  sim_context ctx_;
+  generate_api generate_;
+  chat_api chat_;
+  completions_api completions_;
+  messages_api messages_;
+  responses_api responses_;
+  route_table<handler> routes_;
+  sim_server server_;
+  std::unique_ptr<bootstrap_server> bootstrap_;
+  std::int64_t started_at_;
+  std::uint64_t seq_ = 0;
+};
+
+} // namespace troupe::sim
