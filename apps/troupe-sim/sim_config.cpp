@@ -76,6 +76,8 @@ std::span<const knob> runtime_knobs() noexcept {
 }
 
 void add_flags(CLI::App& app, sim_config& cfg) {
+  // A flag given twice takes its last value, so scripts can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--host", cfg.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", cfg.port, "Main HTTP port")->capture_default_str();
   app.add_option("--model-id,--model-path,--served-model-name", cfg.model_id,
