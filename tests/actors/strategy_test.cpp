@@ -1,0 +1,82 @@
+#include "actors/policies/strategy.hpp"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "actors/policy.hpp"
+
+using namespace troupe::actors;
+
+namespace {
+
+struct fleet_fixture {
+  explicit fleet_fixture(int n) {
+    for (int i = 0; i < n; ++i) {
+      auto w = std::make_shared<worker_entry>();
+      w->id = "w" + std::to_string(i);
+      w->live = std::make_shared<worker_live>();
+      w->live->health = health_state::healthy;
+      entries.push_back(w);
+      view.push_back(w.get());
+    }
+  }
+  std::vector<std::shared_ptr<worker_entry>> entries;
+  std::vector<const worker_entry*> view;
+};
+
+} // namespace
+
+TEST_CASE("round robin visits every worker in turn") {
+  fleet_fixture f{3};
+  auto s = make_strategy("round_robin");
+  selection sel;
+  std::vector<std::size_t> picks;
+  for (int i = 0; i < 6; ++i) {
+    picks.push_back(s->pick(f.view, sel));
+  }
+  CHECK(picks == std::vector<std::size_t>{0, 1, 2, 0, 1, 2});
+}
+
+TEST_CASE("random spreads over all workers") {
+  fleet_fixture f{4};
+  auto s = make_strategy("random");
+  selection sel;
+  std::map<std::size_t, int> counts;
+  for (int i = 0; i < 4000; ++i) {
+    ++counts[s->pick(f.view, sel)];
+  }
+  REQUIRE(counts.size() == 4);
+  for (auto& [k, n] : counts) {
+    CHECK(n > 700);
+  }
+}
+
+TEST_CASE("power of two never picks the most loaded of two workers") {
+  fleet_fixture f{2};
+  f.entries[0]->live->in_flight = 5;
+  f.entries[1]->live->in_flight = 1;
+  auto s = make_strategy("power_of_two");
+  selection sel;
+  for (int i = 0; i < 100; ++i) {
+    CHECK(s->pick(f.view, sel) == 1);
+  }
+}
+
+TEST_CASE("power of two avoids the most loaded of many workers") {
+  fleet_fixture f{5};
+  f.entries[3]->live->in_flight = 100;
+  auto s = make_strategy("power_of_two");
+  selection sel;
+  for (int i = 0; i < 500; ++i) {
+    CHECK(s->pick(f.view, sel) != 3);
+  }
+}
+
+TEST_CASE("unknown strategy names are refused; every listed name exists") {
+  CHECK_FALSE(make_strategy("cache_aware_typo"));
+  for (auto& name : strategy_names()) {
+    auto s = make_strategy(name);
+    REQUIRE(s);
+    CHECK(s->name() == name);
+  }
+}
