@@ -82,7 +82,7 @@ void select_worker(request_self self) {
   st.svc->tracker->update(st.in->request_id, request_phase::selecting);
   selection sel;
   sel.model = st.facts.model.value_or("");
-  sel.role = protocol::worker_type::regular;
+  sel.role = st.role;
   sel.exclude = st.tried;
   if (auto key = st.in->req.find("x-routing-key"); key != st.in->req.end()) {
     sel.routing_key = std::string(key->value());
@@ -118,9 +118,16 @@ void start(request_self self) {
                                "the model '" + model + "' does not exist", "model"});
   }
   // A model with regular workers is served by them; one with only a prefill/decode pair, by
-  // the pair. Endpoints that are not PD-capable always go to regular workers.
-  if (op.pd_capable && service.pd && !service.regular) {
-    return start_pd(self);
+  // the pair. Of the other endpoints, `/health_generate` checks a pair and the model and
+  // server info come from a prefill worker; the rest need regular workers.
+  if (service.pd && !service.regular) {
+    if (op.pd_capable || st.in->op == protocol::operation::health_generate) {
+      return start_pd(self);
+    }
+    if (st.in->op == protocol::operation::get_model_info ||
+        st.in->op == protocol::operation::get_server_info) {
+      st.role = protocol::worker_type::prefill;
+    }
   }
   select_worker(self);
 }
@@ -148,6 +155,9 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
         }
         st.cancelled = true;
         st.status = protocol::http_status(protocol::error_code::client_closed);
+        if (st.pd) {
+          return cancel_pd(self);
+        }
         if (st.order_id != 0) {
           // The outcome (cancelled) arrives next and finishes the request.
           self->send(st.worker->proxy, cancel_atom_v, st.order_id);

@@ -29,6 +29,12 @@ struct request_state {
   std::uint64_t order_id = 0;      ///< The current dispatch order, 0 when none.
   std::shared_ptr<relay_sink> sink;
   std::optional<protocol::api_error> last_failure;
+  /// The role of the worker a single dispatch goes to: regular, or prefill for the info
+  /// routes of a fleet with only prefill/decode pairs.
+  protocol::worker_type role = protocol::worker_type::regular;
+
+  // -- prefill/decode dispatch (pd_request.cpp) --
+  std::shared_ptr<struct pd_join> pd; ///< Set while the request is served by a pair.
 
   // -- outcome, for the log line --
   unsigned status = 0;
@@ -57,5 +63,8 @@ protocol::api_error exchange_error(const transport::exchange_result& r,
 
 /// Serves the request with a prefill/decode pair (pd_request.cpp).
 void start_pd(request_self self);
+
+/// The client left a request served by a pair: cancels both legs (pd_request.cpp).
+void cancel_pd(request_self self);
 
 } // namespace troupe::actors

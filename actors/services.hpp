@@ -9,6 +9,7 @@
 #include "actors/policy.hpp"
 #include "actors/registry.hpp"
 #include "actors/request_tracker.hpp"
+#include "protocol/bootstrap.hpp"
 
 namespace troupe::actors {
 
@@ -24,6 +25,8 @@ struct gateway_services {
   policy_actor prefill_policy;
   policy_actor decode_policy;
   std::shared_ptr<request_tracker> tracker;
+  /// Bootstrap rooms of prefill/decode requests.
+  std::shared_ptr<protocol::room_source> rooms = std::make_shared<protocol::room_source>();
 };
 
 using services_ptr = std::shared_ptr<const gateway_services>;

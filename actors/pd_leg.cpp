@@ -1,0 +1,78 @@
+#include "actors/pd_leg.hpp"
+
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+namespace troupe::actors {
+
+namespace {
+
+using transport::exchange_result;
+using transport::exchange_status;
+
+struct pd_leg_state {
+  static inline const char* name = "pd_leg";
+
+  pd_leg_spec spec;
+  std::uint64_t order_id = 0; ///< The order in flight, 0 before dispatch and after its end.
+  bool cancelled = false;
+};
+
+using self_ptr = pd_leg_actor::stateful_pointer<pd_leg_state>;
+
+void cancel_order(self_ptr self) {
+  auto& st = self->state;
+  st.cancelled = true;
+  if (st.order_id != 0) {
+    self->send(st.spec.worker->proxy, cancel_atom_v, st.order_id);
+  }
+}
+
+pd_leg_actor::behavior_type pd_leg(self_ptr self, caf::actor_addr parent, pd_leg_spec spec) {
+  self->state.spec = std::move(spec);
+  self->monitor(parent);
+  self->set_down_handler([self](caf::down_msg&) {
+    // The request actor is gone: nobody waits for this leg any more.
+    auto& st = self->state;
+    spdlog::debug("[{}] {} leg: request actor gone, cancelling", st.spec.request_id,
+                  protocol::to_string(st.spec.role));
+    cancel_order(self);
+    self->quit();
+  });
+  return {
+      [self](dispatch_atom) -> caf::result<exchange_result> {
+        auto& st = self->state;
+        if (st.cancelled) {
+          exchange_result r;
+          r.status = exchange_status::cancelled;
+          self->quit();
+          return r;
+        }
+        auto rp = self->make_response_promise<exchange_result>();
+        dispatch_order order{next_order_id(), std::move(st.spec.call), std::move(st.spec.sink)};
+        st.order_id = order.id;
+        self->request(st.spec.worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
+            .then(
+                [self, rp](exchange_result& r) mutable {
+                  self->state.order_id = 0;
+                  rp.deliver(std::move(r));
+                  self->quit();
+                },
+                [self, rp](caf::error& e) mutable {
+                  self->state.order_id = 0;
+                  rp.deliver(std::move(e));
+                  self->quit();
+                });
+        return rp;
+      },
+      [self](cancel_atom) { cancel_order(self); },
+  };
+}
+
+} // namespace
+
+pd_leg_actor spawn_pd_leg(caf::local_actor* parent, pd_leg_spec spec) {
+  return parent->spawn<caf::monitored>(pd_leg, parent->address(), std::move(spec));
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,16 @@
+#pragma once
+
+#include "protocol/error.hpp"
+
+#include <string_view>
+
+namespace troupe::protocol {
+
+/// The client error for a worker that answered HTTP `status` (not 2xx) with `body`; `who` names
+/// the worker in the message (e.g. "the decode worker"). The message quotes the worker's own
+/// (from an OpenAI, Anthropic or SGLang error body, else the start of the text). The code keeps
+/// the status class: a client error stays a client error (400, 404, 413, 429), 503 and 504 keep
+/// their meaning, any other failure is a bad gateway.
+api_error worker_error(unsigned status, std::string_view body, std::string_view who);
+
+} // namespace troupe::protocol

@@ -1,0 +1,35 @@
+#include "protocol/worker_error.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace troupe::protocol;
+
+TEST_CASE("a worker's message is quoted from the usual error bodies") {
+  auto openai =
+      worker_error(400, R"({"error":{"message":"bad temp","type":"x"}})", "the decode worker");
+  CHECK(openai.code == error_code::bad_request);
+  CHECK(openai.message == "the decode worker answered HTTP 400: bad temp");
+  auto sglang = worker_error(500, R"({"object":"error","message":"oom","code":500})", "w");
+  CHECK(sglang.code == error_code::bad_gateway);
+  CHECK(sglang.message == "w answered HTTP 500: oom");
+  CHECK(worker_error(422, R"({"detail":"field required"})", "w").message ==
+        "w answered HTTP 422: field required");
+  CHECK(worker_error(502, "upstream broke\n", "w").message ==
+        "w answered HTTP 502: upstream broke");
+  CHECK(worker_error(500, "", "w").message == "w answered HTTP 500");
+}
+
+TEST_CASE("the status class is kept") {
+  CHECK(worker_error(404, "", "w").code == error_code::not_found);
+  CHECK(worker_error(413, "", "w").code == error_code::payload_too_large);
+  CHECK(worker_error(429, "", "w").code == error_code::too_many_requests);
+  CHECK(worker_error(503, "", "w").code == error_code::no_worker_available);
+  CHECK(worker_error(504, "", "w").code == error_code::gateway_timeout);
+  CHECK(worker_error(401, "", "w").code == error_code::bad_gateway);
+  CHECK(worker_error(501, "", "w").code == error_code::bad_gateway);
+}
+
+TEST_CASE("long worker texts are cut") {
+  auto e = worker_error(500, std::string(10000, 'x'), "w");
+  CHECK(e.message.size() < 600);
+}
