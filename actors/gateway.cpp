@@ -23,8 +23,30 @@ std::vector<protocol::worker_spec> initial_workers(const gateway_config& cfg) {
     }
     out.push_back(std::move(spec));
   };
+  // `--backend openai|anthropic` makes `--worker-urls` external providers (as smg's flag);
+  // `--openai-urls` / `--anthropic-urls` add providers next to self-hosted workers.
+  auto provider = [&](protocol::provider_kind kind, const std::string& url) {
+    const auto& key =
+        kind == protocol::provider_kind::anthropic ? cfg.anthropic_api_key : cfg.openai_api_key;
+    if (key.empty()) {
+      spdlog::warn("provider {} has no api key (--{}-api-key): its model list cannot be read",
+                   url, protocol::to_string(kind));
+    }
+    push({url, protocol::worker_type::regular, {}, {}, kind, key});
+  };
+  auto backend = protocol::parse_provider(cfg.backend).value_or(protocol::provider_kind::none);
   for (auto& url : cfg.worker_urls) {
-    push({url, protocol::worker_type::regular, {}, {}, {}, {}});
+    if (backend != protocol::provider_kind::none) {
+      provider(backend, url);
+    } else {
+      push({url, protocol::worker_type::regular, {}, {}, {}, {}});
+    }
+  }
+  for (auto& url : cfg.openai_urls) {
+    provider(protocol::provider_kind::openai, url);
+  }
+  for (auto& url : cfg.anthropic_urls) {
+    provider(protocol::provider_kind::anthropic, url);
   }
   for (auto& p : cfg.prefill_urls) {
     push({p.url, protocol::worker_type::prefill, p.bootstrap_port, {}, {}, {}});
@@ -58,6 +80,11 @@ void gateway::start() {
   auto& d = *impl_;
   auto& cfg = d.cfg;
   auto workers = initial_workers(cfg);
+  std::string tls_why;
+  cfg.worker.tls = transport::make_client_tls_context(cfg.upstream_ca_file, tls_why);
+  if (!cfg.worker.tls) {
+    throw std::runtime_error(tls_why);
+  }
   auto policy_or = [&](const std::string& p) { return p.empty() ? cfg.policy : p; };
   auto regular = make_policy(d.sys, cfg.policy, protocol::worker_type::regular);
   auto prefill = make_policy(d.sys, policy_or(cfg.prefill_policy), protocol::worker_type::prefill);
@@ -66,7 +93,7 @@ void gateway::start() {
   auto registry = make_registry(d.sys, d.ioc, view, {regular, prefill, decode}, cfg.worker);
   d.svc = std::make_shared<const gateway_services>(gateway_services{
       d.sys, d.ioc, cfg, view, registry, regular, prefill, decode,
-      std::make_shared<request_tracker>()});
+      std::make_shared<request_tracker>(), std::make_shared<response_affinity>()});
 
   auto routes = std::make_shared<route_table>();
   add_data_plane_routes(*routes);

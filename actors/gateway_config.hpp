@@ -29,6 +29,14 @@ struct gateway_config {
   bool pd_disaggregation = false;
   std::vector<prefill_flag> prefill_urls;
   std::vector<std::string> decode_urls;
+  /// What `worker_urls` run: `sglang` or `vllm` (self-hosted), or `openai` / `anthropic`
+  /// (external providers, with `openai_api_key` / `anthropic_api_key`), as smg's `--backend`.
+  std::string backend = "sglang";
+  std::vector<std::string> openai_urls;    ///< OpenAI-compatible providers (mixed fleets).
+  std::vector<std::string> anthropic_urls; ///< Anthropic-compatible providers (mixed fleets).
+  std::string openai_api_key;              ///< Key of the OpenAI providers (`OPENAI_API_KEY`).
+  std::string anthropic_api_key; ///< Key of the Anthropic providers (`ANTHROPIC_API_KEY`).
+  std::string upstream_ca_file;  ///< Extra CA bundle trusted for `https` workers.
 
   // -- routing --
   std::string policy = "round_robin";
@@ -39,6 +47,7 @@ struct gateway_config {
   // -- limits --
   std::size_t max_payload_size = 512u * 1024 * 1024;  ///< Request bodies.
   std::size_t max_response_size = 256u * 1024 * 1024; ///< Non-streamed worker responses.
+  std::size_t max_error_response_size = 64u * 1024;   ///< Worker error bodies: cut beyond.
   std::chrono::seconds request_timeout{1800};
   std::chrono::seconds shutdown_grace{10};
 

@@ -1,12 +1,12 @@
 #include "actors/policy.hpp"
 
+#include "actors/errors.hpp"
+#include "actors/policies/strategy.hpp"
+
 #include <algorithm>
 #include <caf/typed_event_based_actor.hpp>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-
-#include "actors/errors.hpp"
-#include "actors/policies/strategy.hpp"
 
 namespace troupe::actors {
 
@@ -25,12 +25,46 @@ struct policy_state {
 
 using self_ptr = policy_actor::stateful_pointer<policy_state>;
 
+/// A set of providers, as bits.
+using provider_set = unsigned;
+
+constexpr provider_set bit(protocol::provider_kind p) {
+  return 1u << static_cast<unsigned>(p);
+}
+
+/// The provider whose workers may serve a request speaking `wanted`'s API, among the workers
+/// `present` that serve its model: any of them when they all belong to one provider; else
+/// `wanted`'s, or the self-hosted ones when `wanted` has none there.
+protocol::provider_kind eligible_provider(provider_set present, protocol::provider_kind wanted) {
+  if (present & bit(wanted)) {
+    return wanted;
+  }
+  return protocol::provider_kind::none;
+}
+
+/// Readable list of the providers in `present`, for errors.
+std::string provider_names(provider_set present) {
+  std::string out;
+  for (auto p : {protocol::provider_kind::none, protocol::provider_kind::openai,
+                 protocol::provider_kind::anthropic}) {
+    if (present & bit(p)) {
+      if (!out.empty()) {
+        out += ", ";
+      }
+      out += p == protocol::provider_kind::none ? "self-hosted" : protocol::to_string(p);
+    }
+  }
+  return out;
+}
+
 caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
   auto& st = self->state;
   auto& cands = st.candidates;
   cands.clear();
   st.positions.clear();
-  bool known = false; // some worker of this role serves the model, routable or not
+  bool known = false;       // some worker of this role serves the model, routable or not
+  provider_set present = 0; // providers of those workers, routable or not: a provider that is
+                            // down must not hand its requests (and credentials) to another
   auto& workers = st.fleet->workers;
   for (std::size_t i = 0; i < workers.size(); ++i) {
     auto& w = workers[i];
@@ -38,12 +72,37 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
       continue;
     }
     known = true;
+    present |= bit(w->spec.provider);
     if (!w->live->routable() ||
         std::find(sel.exclude.begin(), sel.exclude.end(), w->id) != sel.exclude.end()) {
       continue;
     }
     cands.push_back(w.get());
     st.positions.push_back(i);
+  }
+  bool mixed = (present & (present - 1)) != 0;
+  if (mixed) {
+    auto only = eligible_provider(present, sel.provider);
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < cands.size(); ++k) {
+      if (cands[k]->spec.provider == only) {
+        cands[kept] = cands[k];
+        st.positions[kept] = st.positions[k];
+        ++kept;
+      }
+    }
+    cands.resize(kept);
+    st.positions.resize(kept);
+    if (cands.empty()) {
+      auto what = sel.model.empty() ? std::string{"this request"} : "model '" + sel.model + "'";
+      return make_caf_error(protocol::error_code::no_worker_available,
+                            "no healthy " +
+                                std::string(only == protocol::provider_kind::none
+                                                ? "self-hosted"
+                                                : protocol::to_string(only)) +
+                                " worker is available for " + what + " (it is served by " +
+                                provider_names(present) + "; credentials never cross providers)");
+    }
   }
   if (cands.empty()) {
     if (!known && !sel.model.empty()) {
@@ -55,7 +114,18 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
                           "no healthy " + std::string(protocol::to_string(sel.role)) +
                               " worker is available for " + what);
   }
-  auto k = st.strat->pick(cands, sel);
+  std::size_t k = cands.size();
+  if (!sel.prefer.empty()) {
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i]->id == sel.prefer) {
+        k = i;
+        break;
+      }
+    }
+  }
+  if (k == cands.size()) {
+    k = st.strat->pick(cands, sel);
+  }
   ++st.picks;
   return workers[st.positions[k]];
 }

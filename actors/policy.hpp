@@ -1,21 +1,27 @@
 #pragma once
 
+#include "actors/fleet.hpp"
+#include "actors/registry.hpp"
+
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
 #include <string>
 #include <vector>
 
-#include "actors/fleet.hpp"
-#include "actors/registry.hpp"
-
 namespace troupe::actors {
 
 /// What a request asks a policy for.
 struct selection {
-  std::string model;                                 ///< Empty: any model.
+  std::string model; ///< Empty: any model.
   protocol::worker_type role = protocol::worker_type::regular;
-  std::vector<std::string> exclude;                  ///< Workers that failed this request already.
-  std::string routing_key;                           ///< Session affinity key, when given.
+  std::vector<std::string> exclude; ///< Workers that failed this request already.
+  std::string routing_key;          ///< Session affinity key, when given.
+  /// The provider whose API the request speaks (`protocol::api_provider`). Credentials never
+  /// cross providers: when the workers serving the model belong to more than one provider
+  /// (a worker without one is a provider of its own), only those of this provider are
+  /// eligible, or the self-hosted ones when this provider has none of them.
+  protocol::provider_kind provider = protocol::provider_kind::none;
+  std::string prefer; ///< A worker to pick when it is eligible (it stores the request's state).
 };
 
 /// Selection state for one role (regular, prefill or decode): the strategy (round robin

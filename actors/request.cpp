@@ -5,6 +5,7 @@
 #include "actors/errors.hpp"
 #include "actors/request_state.hpp"
 #include "actors/upstream_headers.hpp"
+#include "protocol/validation.hpp"
 
 namespace troupe::actors {
 
@@ -14,6 +15,40 @@ using transport::exchange_result;
 using transport::exchange_status;
 
 void select_worker(request_self self);
+
+/// Responses API objects live on the worker that created them: the worker storing the response
+/// a request names (`/v1/responses/{id}...` or `previous_response_id`), if known.
+std::string stateful_worker(request_self self) {
+  auto& st = self->state;
+  const std::string* id = nullptr;
+  switch (st.in->op) {
+    case protocol::operation::responses_get:
+    case protocol::operation::responses_delete:
+    case protocol::operation::responses_cancel:
+    case protocol::operation::responses_input_items:
+      id = st.in->params.empty() ? nullptr : &st.in->params.front();
+      break;
+    case protocol::operation::responses_create:
+      id = st.facts.previous_response_id ? &*st.facts.previous_response_id : nullptr;
+      break;
+    default:
+      break;
+  }
+  if (!id) {
+    return {};
+  }
+  return st.svc->responses->worker_of(*id).value_or("");
+}
+
+/// The response-processing stage's hook for a dispatch to `worker`: a Responses create
+/// remembers which worker stores the response it answers.
+response_observer response_hook(request_self self, const worker_entry& worker) {
+  auto& st = self->state;
+  if (st.in->op != protocol::operation::responses_create) {
+    return {};
+  }
+  return remember_response_id(st.svc->responses, worker.id);
+}
 
 /// True when a failure leaves the client untouched, so another worker may serve the request.
 bool retryable(const exchange_result& r, const relay_sink& sink) {
@@ -32,7 +67,8 @@ void on_outcome(request_self self, exchange_result& r) {
   if (st.cancelled || r.status == exchange_status::cancelled) {
     return finish_request(self);
   }
-  if (r.status == exchange_status::ok) {
+  // The sink may have answered already: a worker's error body cut at its size limit.
+  if (r.status == exchange_status::ok || st.sink->answered()) {
     return finish_request(self);
   }
   auto err = exchange_error(r, st.svc->cfg.request_timeout);
@@ -61,8 +97,9 @@ void dispatch(request_self self, worker_entry_ptr worker) {
   // Keep the body for a retry only while another attempt is possible.
   bool may_retry = st.tried.size() < st.svc->cfg.max_retries;
   auto body = may_retry ? st.in->req.body() : std::move(st.in->req.body());
-  st.sink = std::make_shared<relay_sink>(st.in->reply, st.in->request_id, st.format,
-                                         st.svc->cfg.max_response_size);
+  st.sink = std::make_shared<relay_sink>(
+      st.in->reply, st.in->request_id, st.format, st.svc->cfg.max_response_size,
+      st.svc->cfg.max_error_response_size, response_hook(self, *st.worker));
   dispatch_order order{next_order_id(), make_upstream_call(self, *st.worker, std::move(body)),
                        st.sink};
   st.order_id = order.id;
@@ -87,6 +124,8 @@ void select_worker(request_self self) {
   if (auto key = st.in->req.find("x-routing-key"); key != st.in->req.end()) {
     sel.routing_key = std::string(key->value());
   }
+  sel.provider = protocol::api_provider(st.in->op);
+  sel.prefer = stateful_worker(self);
   self->request(st.svc->regular_policy, caf::infinite, select_atom_v, std::move(sel))
       .then([self](worker_entry_ptr& w) { dispatch(self, std::move(w)); },
             [self](caf::error& e) {
@@ -101,7 +140,7 @@ void start(request_self self) {
   auto& st = self->state;
   const auto& op = protocol::info(st.in->op);
   if (op.has_body) {
-    auto scan = protocol::scan_request(st.in->req.body());
+    auto scan = protocol::scan_and_validate(st.in->op, st.in->req.body());
     if (scan.error) {
       return fail_request(self, *scan.error);
     }
@@ -209,7 +248,7 @@ transport::upstream_call make_upstream_call(request_self self, const worker_entr
   call.method = st.in->req.method();
   call.target = std::string(st.in->req.target());
   call.body = std::move(body);
-  call.headers = upstream_headers(st.in->req, worker, st.in->request_id);
+  call.headers = upstream_headers(st.in->req, worker, st.in->request_id, st.svc->cfg.api_key);
   call.deadline = st.deadline;
   return call;
 }

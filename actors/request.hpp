@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/services.hpp"
 #include "protocol/routes.hpp"
@@ -26,6 +27,7 @@ struct inbound_request {
   std::shared_ptr<transport::reply_channel> reply;
   std::string request_id;
   std::chrono::steady_clock::time_point received;
+  std::vector<std::string> params; ///< Values of the route's `{...}` segments (a response id).
 };
 
 /// Spawns the actor for `in`. It registers for the client's disconnect itself.

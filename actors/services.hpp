@@ -9,6 +9,7 @@
 #include "actors/policy.hpp"
 #include "actors/registry.hpp"
 #include "actors/request_tracker.hpp"
+#include "actors/response_affinity.hpp"
 #include "protocol/bootstrap.hpp"
 
 namespace troupe::actors {
@@ -25,6 +26,7 @@ struct gateway_services {
   policy_actor prefill_policy;
   policy_actor decode_policy;
   std::shared_ptr<request_tracker> tracker;
+  std::shared_ptr<response_affinity> responses; ///< Which worker stores which response.
   /// Bootstrap rooms of prefill/decode requests.
   std::shared_ptr<protocol::room_source> rooms = std::make_shared<protocol::room_source>();
 };

@@ -79,8 +79,10 @@ bool is_failure(const exchange_result& r) {
       return true;
     case exchange_status::ok:
       return r.http_status >= 500;
-    case exchange_status::cancelled:
     case exchange_status::rejected:
+      // Refused by a size limit: the worker's fault only when it was answering an error.
+      return r.http_status >= 500;
+    case exchange_status::cancelled:
       return false;
   }
   return false;
@@ -155,7 +157,11 @@ void discover_models(self_ptr self) {
     self->send(st.listener, models_atom_v, st.id, st.models);
     check_health(self);
   };
-  start_probe(self, "/v1/models",
+  // Anthropic pages its model list (20 by default): ask for the largest page.
+  auto listing = st.spec.spec.provider == protocol::provider_kind::anthropic
+                     ? std::string{"/v1/models?limit=1000"}
+                     : std::string{"/v1/models"};
+  start_probe(self, listing,
               [self, finish](const exchange_result& r, transport::collect_sink& sink) {
                 auto models = std::vector<std::string>{};
                 if (r.status == exchange_status::ok && sink.status() / 100 == 2) {
@@ -208,7 +214,10 @@ void schedule_half_open(self_ptr self) {
 
 void record_outcome(self_ptr self, const exchange_result& r) {
   auto& st = self->state;
-  if (r.status == exchange_status::cancelled || r.status == exchange_status::rejected) {
+  // Called when the exchange is over (body read, stream ended or broken), not at its head.
+  // A cancelled exchange, or a success too large to relay, says nothing about the worker.
+  if (r.status == exchange_status::cancelled ||
+      (r.status == exchange_status::rejected && !is_failure(r))) {
     return;
   }
   auto state = st.live->breaker.load();
@@ -273,8 +282,19 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
                                                worker_proxy_config cfg) {
   auto& st = self->state;
   st.id = std::move(id);
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (spec.url.scheme == "https") {
+    std::string why;
+    tls = cfg.tls ? cfg.tls : transport::make_client_tls_context({}, why);
+    if (!tls) {
+      // Never fall back to plain text: a context trusting nothing fails every handshake.
+      spdlog::error("worker {} ({}): {}", st.id, spec.spec.url, why);
+      tls = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
+      tls->set_verify_mode(boost::asio::ssl::verify_peer);
+    }
+  }
   st.pool = std::make_shared<transport::upstream_pool>(*ioc, spec.url.host, spec.url.port,
-                                                       cfg.max_idle_connections);
+                                                       cfg.max_idle_connections, std::move(tls));
   st.spec = std::move(spec);
   st.live = std::move(live);
   st.listener = std::move(listener);

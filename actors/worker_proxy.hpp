@@ -9,6 +9,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/worker_live.hpp"
+#include "transport/tls.hpp"
 #include "protocol/worker.hpp"
 
 namespace troupe::actors {
@@ -47,6 +48,9 @@ struct worker_proxy_config {
   unsigned cb_success_threshold = 3;        ///< Successes in half-open that close it.
   std::chrono::milliseconds cb_timeout{std::chrono::seconds{60}}; ///< Open before half-open.
   std::size_t max_idle_connections = 256;   ///< Idle keep-alive connections kept per worker.
+  /// TLS client context of `https` workers (system trust store plus `--upstream-ca-file`);
+  /// made with the defaults when unset.
+  std::shared_ptr<boost::asio::ssl::context> tls;
 };
 
 /// Spawns the proxy of worker `id`. It discovers the worker's models (unless the spec names

@@ -3,6 +3,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <limits>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 namespace troupe::transport {
 
@@ -14,18 +16,18 @@ constexpr std::size_t chunk_size = 64 * 1024;
 
 const char* to_string(exchange_status s) noexcept {
   switch (s) {
-    case exchange_status::ok:
-      return "ok";
-    case exchange_status::connect_failed:
-      return "connect_failed";
-    case exchange_status::broken:
-      return "broken";
-    case exchange_status::timeout:
-      return "timeout";
-    case exchange_status::cancelled:
-      return "cancelled";
-    case exchange_status::rejected:
-      return "rejected";
+  case exchange_status::ok:
+    return "ok";
+  case exchange_status::connect_failed:
+    return "connect_failed";
+  case exchange_status::broken:
+    return "broken";
+  case exchange_status::timeout:
+    return "timeout";
+  case exchange_status::cancelled:
+    return "cancelled";
+  case exchange_status::rejected:
+    return "rejected";
   }
   return "unknown";
 }
@@ -43,12 +45,11 @@ std::shared_ptr<upstream_exchange> upstream_exchange::start(std::shared_ptr<upst
 upstream_exchange::upstream_exchange(std::shared_ptr<upstream_pool> pool, upstream_call call,
                                      std::shared_ptr<response_sink> sink, done_handler done)
     : pool_(std::move(pool)), conn_(pool_->acquire()), conn_executor_(conn_->strand),
-      deadline_(call.deadline),
-      sink_(std::move(sink)), done_(std::move(done)) {
+      deadline_(call.deadline), sink_(std::move(sink)), done_(std::move(done)) {
   req_.method(call.method);
   req_.target(call.target);
   req_.version(11);
-  req_.set(http::field::host, pool_->host() + ":" + std::to_string(pool_->port()));
+  req_.set(http::field::host, pool_->authority());
   for (auto& [name, value] : call.headers) {
     req_.set(name, value);
   }
@@ -68,7 +69,7 @@ void upstream_exchange::cancel() {
   }
   net::post(conn_executor_, [self = shared_from_this()] {
     if (self->conn_) {
-      self->conn_->stream.cancel();
+      self->conn_->tcp().cancel();
     }
   });
 }
@@ -88,61 +89,88 @@ void upstream_exchange::run() {
 }
 
 void upstream_exchange::do_resolve() {
-  auto resolver = std::make_shared<tcp::resolver>(conn_->stream.get_executor());
-  resolver->async_resolve(
-      pool_->host(), std::to_string(pool_->port()),
-      [self = shared_from_this(), resolver](beast::error_code ec,
-                                            tcp::resolver::results_type results) {
-        if (self->cancelled_) {
-          return self->finish(exchange_status::cancelled);
-        }
-        if (ec) {
-          return self->finish(exchange_status::connect_failed,
-                              "cannot resolve " + self->pool_->host() + ": " + ec.message());
-        }
-        std::vector<tcp::endpoint> eps;
-        for (auto& r : results) {
-          eps.push_back(r.endpoint());
-        }
-        self->pool_->set_endpoints(std::move(eps));
-        self->do_connect();
-      });
+  auto resolver = std::make_shared<tcp::resolver>(conn_->tcp().get_executor());
+  resolver->async_resolve(pool_->host(), std::to_string(pool_->port()),
+                          [self = shared_from_this(),
+                           resolver](beast::error_code ec, tcp::resolver::results_type results) {
+                            if (self->cancelled_) {
+                              return self->finish(exchange_status::cancelled);
+                            }
+                            if (ec) {
+                              return self->finish(exchange_status::connect_failed,
+                                                  "cannot resolve " + self->pool_->host() + ": " +
+                                                      ec.message());
+                            }
+                            std::vector<tcp::endpoint> eps;
+                            for (auto& r : results) {
+                              eps.push_back(r.endpoint());
+                            }
+                            self->pool_->set_endpoints(std::move(eps));
+                            self->do_connect();
+                          });
 }
 
 void upstream_exchange::do_connect() {
-  conn_->stream.expires_at(deadline_);
-  conn_->stream.async_connect(pool_->endpoints(),
-                              [self = shared_from_this()](beast::error_code ec, tcp::endpoint) {
-                                if (ec) {
-                                  if (ec != net::error::operation_aborted) {
-                                    self->pool_->forget_endpoints();
-                                  }
-                                  auto st = self->classify(ec);
-                                  return self->finish(st == exchange_status::broken
-                                                          ? exchange_status::connect_failed
-                                                          : st,
-                                                      "connect: " + ec.message());
-                                }
-                                beast::error_code ignored;
-                                self->conn_->stream.socket().set_option(tcp::no_delay(true),
-                                                                        ignored);
-                                self->pool_->note_connected(*self->conn_);
-                                self->do_write();
-                              });
+  conn_->tcp().expires_at(deadline_);
+  conn_->tcp().async_connect(
+      pool_->endpoints(), [self = shared_from_this()](beast::error_code ec, tcp::endpoint) {
+        if (ec) {
+          if (ec != net::error::operation_aborted) {
+            self->pool_->forget_endpoints();
+          }
+          auto st = self->classify(ec);
+          return self->finish(st == exchange_status::broken ? exchange_status::connect_failed : st,
+                              "connect: " + ec.message());
+        }
+        beast::error_code ignored;
+        self->conn_->tcp().socket().set_option(tcp::no_delay(true), ignored);
+        if (self->conn_->secure()) {
+          return self->do_handshake();
+        }
+        self->pool_->note_connected(*self->conn_);
+        self->do_write();
+      });
+}
+
+void upstream_exchange::do_handshake() {
+  auto& tls = std::get<upstream_connection::tls_stream>(conn_->stream);
+  auto* ssl = tls.native_handle();
+  const auto& host = pool_->host();
+  boost::system::error_code ec;
+  net::ip::make_address(host, ec);
+  bool is_ip = !ec;
+  // SNI names the host (never an address, RFC 6066); the certificate must match it.
+  if (!is_ip) {
+    SSL_set_tlsext_host_name(ssl, host.c_str());
+    SSL_set1_host(ssl, host.c_str());
+  } else {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
+  }
+  conn_->tcp().expires_at(deadline_);
+  tls.async_handshake(
+      net::ssl::stream_base::client, [self = shared_from_this()](beast::error_code ec) {
+        if (ec) {
+          auto st = self->classify(ec);
+          return self->finish(st == exchange_status::broken ? exchange_status::connect_failed : st,
+                              "tls handshake: " + ec.message());
+        }
+        self->pool_->note_connected(*self->conn_);
+        self->do_write();
+      });
 }
 
 void upstream_exchange::do_write() {
   if (cancelled_) {
     return finish(exchange_status::cancelled);
   }
-  conn_->stream.expires_at(deadline_);
-  http::async_write(conn_->stream, req_,
-                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                      if (ec) {
-                        return self->on_failure(ec, self->classify(ec));
-                      }
-                      self->do_read_head();
-                    });
+  conn_->tcp().expires_at(deadline_);
+  auto on_write = [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (ec) {
+      return self->on_failure(ec, self->classify(ec));
+    }
+    self->do_read_head();
+  };
+  conn_->visit([&](auto& stream) { http::async_write(stream, req_, std::move(on_write)); });
 }
 
 void upstream_exchange::do_read_head() {
@@ -150,57 +178,59 @@ void upstream_exchange::do_read_head() {
   // Boost 1.74 compares a content length against an empty limit as "too large": use a
   // finite one. The sink enforces the real limits.
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-  conn_->stream.expires_at(deadline_);
-  http::async_read_header(
-      conn_->stream, conn_->buffer, *parser_,
-      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (ec) {
-          return self->on_failure(ec, self->classify(ec));
-        }
-        auto& r = self->result_;
-        r.first_byte = std::chrono::duration_cast<std::chrono::microseconds>(
-            std::chrono::steady_clock::now() - self->started_);
-        r.http_status = self->parser_->get().result_int();
-        r.head_received = true;
-        if (!self->sink_->on_head(self->parser_->get().base())) {
-          return self->finish(exchange_status::rejected, "response head refused");
-        }
-        if (self->parser_->is_done()) {
-          self->sink_->on_complete();
-          return self->finish(exchange_status::ok);
-        }
-        self->chunk_ = std::make_unique<char[]>(chunk_size);
-        self->do_read_body();
-      });
+  conn_->tcp().expires_at(deadline_);
+  auto on_head = [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (ec) {
+      return self->on_failure(ec, self->classify(ec));
+    }
+    auto& r = self->result_;
+    r.first_byte = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - self->started_);
+    r.http_status = self->parser_->get().result_int();
+    r.head_received = true;
+    if (!self->sink_->on_head(self->parser_->get().base())) {
+      return self->finish(exchange_status::rejected, "response head refused");
+    }
+    if (self->parser_->is_done()) {
+      self->sink_->on_complete();
+      return self->finish(exchange_status::ok);
+    }
+    self->chunk_ = std::make_unique<char[]>(chunk_size);
+    self->do_read_body();
+  };
+  conn_->visit([&](auto& stream) {
+    http::async_read_header(stream, conn_->buffer, *parser_, std::move(on_head));
+  });
 }
 
 void upstream_exchange::do_read_body() {
   auto& body = parser_->get().body();
   body.data = chunk_.get();
   body.size = chunk_size;
-  http::async_read_some(
-      conn_->stream, conn_->buffer, *parser_,
-      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (ec == http::error::need_buffer) {
-          ec = {};
-        }
-        auto& body = self->parser_->get().body();
-        auto n = chunk_size - body.size;
-        if (n > 0) {
-          self->result_.body_bytes += n;
-          if (!self->sink_->on_body(std::string_view{self->chunk_.get(), n})) {
-            return self->finish(exchange_status::rejected, "response body refused");
-          }
-        }
-        if (ec) {
-          return self->on_failure(ec, self->classify(ec));
-        }
-        if (self->parser_->is_done()) {
-          self->sink_->on_complete();
-          return self->finish(exchange_status::ok);
-        }
-        self->do_read_body();
-      });
+  auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (ec == http::error::need_buffer) {
+      ec = {};
+    }
+    auto& body = self->parser_->get().body();
+    auto n = chunk_size - body.size;
+    if (n > 0) {
+      self->result_.body_bytes += n;
+      if (!self->sink_->on_body(std::string_view{self->chunk_.get(), n})) {
+        return self->finish(exchange_status::rejected, "response body refused");
+      }
+    }
+    if (ec) {
+      return self->on_failure(ec, self->classify(ec));
+    }
+    if (self->parser_->is_done()) {
+      self->sink_->on_complete();
+      return self->finish(exchange_status::ok);
+    }
+    self->do_read_body();
+  };
+  conn_->visit([&](auto& stream) {
+    http::async_read_some(stream, conn_->buffer, *parser_, std::move(on_read));
+  });
 }
 
 exchange_status upstream_exchange::classify(beast::error_code ec) const {

@@ -1,14 +1,14 @@
 #pragma once
 
+#include "transport/http_types.hpp"
+#include "transport/upstream_pool.hpp"
+
+#include <atomic>
 #include <chrono>
 #include <functional>
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include "transport/http_types.hpp"
-#include "transport/upstream_pool.hpp"
 
 namespace troupe::transport {
 
@@ -37,11 +37,11 @@ const char* to_string(exchange_status s) noexcept;
 /// What the owner learns when an exchange ends (exactly once).
 struct exchange_result {
   exchange_status status = exchange_status::ok;
-  unsigned http_status = 0;     ///< The upstream status, 0 when no head arrived.
-  bool head_received = false;   ///< The sink saw `on_head`.
-  std::size_t body_bytes = 0;   ///< Body bytes delivered to the sink.
+  unsigned http_status = 0;                ///< The upstream status, 0 when no head arrived.
+  bool head_received = false;              ///< The sink saw `on_head`.
+  std::size_t body_bytes = 0;              ///< Body bytes delivered to the sink.
   std::chrono::microseconds first_byte{0}; ///< From start to the response head.
-  std::string detail;           ///< Error text for logs.
+  std::string detail;                      ///< Error text for logs.
 };
 
 /// Receives an upstream response as it arrives, on the exchange's strand.
@@ -81,6 +81,7 @@ private:
   void run();
   void do_resolve();
   void do_connect();
+  void do_handshake();
   void do_write();
   void do_read_head();
   void do_read_body();

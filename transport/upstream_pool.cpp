@@ -10,7 +10,7 @@ namespace {
 // closed peer reads as EOF (0); unexpected bytes on an idle connection also disqualify it.
 bool still_open(upstream_connection& conn) {
   char probe;
-  auto fd = conn.stream.socket().native_handle();
+  auto fd = conn.tcp().socket().native_handle();
   auto n = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
@@ -18,8 +18,14 @@ bool still_open(upstream_connection& conn) {
 } // namespace
 
 upstream_pool::upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port,
-                             std::size_t max_idle)
-    : ioc_(ioc), host_(std::move(host)), port_(port), max_idle_(max_idle) {}
+                             std::size_t max_idle, std::shared_ptr<net::ssl::context> tls)
+    : ioc_(ioc), host_(std::move(host)), port_(port), max_idle_(max_idle), tls_(std::move(tls)) {}
+
+std::string upstream_pool::authority() const {
+  bool default_port = port_ == (tls_ ? 443 : 80);
+  auto host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_; // IPv6
+  return default_port ? host : host + ":" + std::to_string(port_);
+}
 
 upstream_pool::connection_ptr upstream_pool::acquire() {
   for (;;) {
@@ -42,7 +48,7 @@ upstream_pool::connection_ptr upstream_pool::acquire() {
 }
 
 upstream_pool::connection_ptr upstream_pool::fresh(upstream_connection::executor_type ex) {
-  return std::make_unique<upstream_connection>(std::move(ex));
+  return std::make_unique<upstream_connection>(std::move(ex), tls_.get());
 }
 
 void upstream_pool::release(connection_ptr conn) {
@@ -73,8 +79,10 @@ void upstream_pool::discard(connection_ptr conn) {
     conn->connected = false;
   }
   beast::error_code ignored;
-  conn->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  conn->stream.socket().close(ignored);
+  // No TLS close_notify: the connection is dropped either way, and waiting for the peer's
+  // answer would hold it open.
+  conn->tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+  conn->tcp().socket().close(ignored);
 }
 
 void upstream_pool::close_idle() {

@@ -1,29 +1,55 @@
 #pragma once
 
+#include "transport/http_types.hpp"
+
 #include <atomic>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <variant>
 #include <vector>
-
-#include <boost/asio/strand.hpp>
-
-#include "transport/http_types.hpp"
 
 namespace troupe::transport {
 
-/// One keep-alive connection to an upstream worker.
+/// One keep-alive connection to an upstream worker: plain TCP, or TLS over TCP.
 struct upstream_connection {
   using executor_type = net::strand<net::io_context::executor_type>;
+  using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
-  explicit upstream_connection(executor_type ex) : strand(ex), stream(std::move(ex)) {}
+  /// A plain connection when `tls` is null, else a TLS one using that context.
+  upstream_connection(executor_type ex, net::ssl::context* tls)
+      : strand(ex), stream(make_stream(std::move(ex), tls)) {}
+
+  /// The TCP layer (timeouts, socket options, close).
+  beast::tcp_stream& tcp() noexcept {
+    return std::visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); },
+                      stream);
+  }
+
+  /// Calls `f` with the stream HTTP is read from and written to (`tcp_stream` or `tls_stream`).
+  template <class F> decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream); }
+
+  /// True for a TLS connection.
+  bool secure() const noexcept { return stream.index() == 1; }
 
   executor_type strand; ///< Every operation on `stream` runs here.
-  beast::tcp_stream stream;
+  std::variant<beast::tcp_stream, tls_stream> stream;
   beast::flat_buffer buffer;
-  bool connected = false; ///< The socket is connected.
+  bool connected = false; ///< The socket is connected (and, with TLS, the handshake done).
   bool reused = false;    ///< Taken from the idle list: the server may have closed it meanwhile.
+
+private:
+  static std::variant<beast::tcp_stream, tls_stream> make_stream(executor_type ex,
+                                                                 net::ssl::context* tls) {
+    if (tls) {
+      return std::variant<beast::tcp_stream, tls_stream>{std::in_place_index<1>, std::move(ex),
+                                                         *tls};
+    }
+    return std::variant<beast::tcp_stream, tls_stream>{std::in_place_index<0>, std::move(ex)};
+  }
 };
 
 /// The keep-alive connections to one worker (`host:port`). Thread-safe.
@@ -31,8 +57,11 @@ class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
   using connection_ptr = std::unique_ptr<upstream_connection>;
 
-  /// A pool for `host:port` keeping at most `max_idle` idle connections.
-  upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port, std::size_t max_idle);
+  /// A pool for `host:port` keeping at most `max_idle` idle connections; its connections use
+  /// TLS with `tls` (verifying the server's certificate for `host`, sending it as SNI) when
+  /// it is set.
+  upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port, std::size_t max_idle,
+                std::shared_ptr<net::ssl::context> tls = nullptr);
 
   /// An idle connection that still looks alive, or a new unconnected one.
   connection_ptr acquire();
@@ -54,6 +83,12 @@ public:
 
   const std::string& host() const noexcept { return host_; }
   std::uint16_t port() const noexcept { return port_; }
+
+  /// True when connections use TLS.
+  bool secure() const noexcept { return tls_ != nullptr; }
+
+  /// The Host header: `host:port`, the port left out when it is the scheme's default.
+  std::string authority() const;
   net::io_context& io_context() noexcept { return ioc_; }
 
   /// Resolved endpoints of the worker, or empty before the first resolution.
@@ -74,6 +109,7 @@ private:
   std::string host_;
   std::uint16_t port_;
   std::size_t max_idle_;
+  std::shared_ptr<net::ssl::context> tls_;
   mutable std::mutex mx_;
   std::vector<connection_ptr> idle_;
   std::vector<tcp::endpoint> endpoints_;

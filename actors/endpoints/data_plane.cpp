@@ -16,6 +16,7 @@ endpoint_handler proxy(operation op) {
     in->reply = std::move(ctx.reply);
     in->request_id = std::move(ctx.request_id);
     in->received = ctx.received;
+    in->params = std::move(ctx.params);
     spawn_request(ctx.svc, std::move(in));
   };
 }

@@ -77,20 +77,21 @@ private:
   bool dropped_ = false;
 };
 
-std::shared_ptr<generation> generation::start(sim_context& ctx, api_family& family, gen_request req,
-                                              std::shared_ptr<sim_reply> reply, inflight token) {
-  auto g =
-      std::make_shared<generation>(ctx, family, std::move(req), std::move(reply), std::move(token));
+std::shared_ptr<generation> generation::start(std::shared_ptr<sim_context> ctx, api_family& family,
+                                              gen_request req, std::shared_ptr<sim_reply> reply,
+                                              inflight token) {
+  auto g = std::make_shared<generation>(std::move(ctx), family, std::move(req), std::move(reply),
+                                        std::move(token));
   g->run();
   return g;
 }
 
-generation::generation(sim_context& ctx, api_family& family, gen_request req,
+generation::generation(std::shared_ptr<sim_context> ctx, api_family& family, gen_request req,
                        std::shared_ptr<sim_reply> reply, inflight token)
-    : ctx_(ctx), family_(family), reply_(std::move(reply)), token_(std::move(token)),
-      timer_(ctx.ioc) {
+    : ctx_(std::move(ctx)), family_(family), reply_(std::move(reply)), token_(std::move(token)),
+      timer_(ctx_->ioc) {
   st_.req = std::move(req);
-  st_.role = ctx.config.role;
+  st_.role = ctx_->config.role;
   st_.created = unix_now();
   st_.started = std::chrono::steady_clock::now();
 }
@@ -104,8 +105,8 @@ void generation::run() {
   for (const auto& s : st_.seqs) {
     tokens_held_ += s.target;
   }
-  ctx_.stats.active_tokens += tokens_held_;
-  family_.begin(st_, ctx_);
+  ctx_->stats.active_tokens += tokens_held_;
+  family_.begin(st_, *ctx_);
   if (reply_) {
     reply_->on_disconnect([weak = weak_from_this()] {
       if (auto self = weak.lock()) {
@@ -114,7 +115,7 @@ void generation::run() {
     });
   }
   if (st_.req.stream && reply_) {
-    sink_ = std::make_unique<stream_sink>(reply_, ctx_.config.drop_after_events);
+    sink_ = std::make_unique<stream_sink>(reply_, ctx_->config.drop_after_events);
     reply_->begin_stream(200,
                          {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}});
     family_.open(st_, *sink_);
@@ -130,7 +131,7 @@ void generation::run() {
 
 void generation::plan_sequences() {
   const auto& req = st_.req;
-  const auto& cfg = ctx_.config;
+  const auto& cfg = ctx_->config;
   if (req.tool) {
     tool_cuts_ = cut_points(req.tool->arguments);
   }
@@ -166,14 +167,14 @@ void generation::admit_prompts() {
     st_.prompts[p].tokens = tokens.size();
     // A decode worker receives the KV cache; it computes no prompt.
     if (st_.role != worker_role::decode) {
-      st_.prompts[p].cached = ctx_.cache.admit(tokens);
+      st_.prompts[p].cached = ctx_->cache.admit(tokens);
     }
   }
   if (st_.role == worker_role::prefill) {
     for (const auto& b : st_.req.bootstrap) {
       if (b.room) {
-        ctx_.rooms.arrive(*b.room);
-        ++ctx_.stats.rendezvous.rooms;
+        ctx_->rooms.arrive(*b.room);
+        ++ctx_->stats.rendezvous.rooms;
       }
     }
   }
@@ -185,24 +186,24 @@ void generation::start_rendezvous() {
     if (b.room && b.host && b.port) {
       targets.push_back({*b.host, *b.port, *b.room});
     } else {
-      ++ctx_.stats.rendezvous.skipped;
+      ++ctx_->stats.rendezvous.skipped;
     }
   }
   if (targets.empty()) {
     return after_rendezvous();
   }
   const auto timeout = std::chrono::milliseconds{
-      static_cast<std::int64_t>(std::max(0.0, ctx_.config.bootstrap_timeout_ms))};
-  rendezvous_ = ctx_.rendezvous.await(
+      static_cast<std::int64_t>(std::max(0.0, ctx_->config.bootstrap_timeout_ms))};
+  rendezvous_ = ctx_->rendezvous.await(
       std::move(targets), timeout, [self = shared_from_this()](rendezvous_result r) {
         self->rendezvous_.reset();
-        self->ctx_.stats.rendezvous.met += r.met;
-        self->ctx_.stats.rendezvous.timeouts += r.timed_out;
+        self->ctx_->stats.rendezvous.met += r.met;
+        self->ctx_->stats.rendezvous.timeouts += r.timed_out;
         if (self->ended_) {
           return;
         }
         if (!r.ok()) {
-          self->ctx_.logger->warn("{}: PD rendezvous failed: {}", self->st_.id, r.detail);
+          self->ctx_->logger->warn("{}: PD rendezvous failed: {}", self->st_.id, r.detail);
           return self->fail(make_error(protocol::error_code::internal_error,
                                        "KV transfer from the prefill worker failed: " + r.detail));
         }
@@ -211,14 +212,14 @@ void generation::start_rendezvous() {
 }
 
 void generation::after_rendezvous() {
-  const auto knobs = latency(ctx_.config);
+  const auto knobs = latency(ctx_->config);
   std::size_t uncached = 0;
   if (st_.role != worker_role::decode) {
     for (const auto& p : st_.prompts) {
       uncached += p.tokens - p.cached;
     }
   }
-  auto ttft = time_to_first_token(knobs, uncached, ctx_.stats.active);
+  auto ttft = time_to_first_token(knobs, uncached, ctx_->stats.active);
   if (st_.req.stream && reply_) {
     return wait_then(ttft, &generation::run_steps);
   }
@@ -227,7 +228,7 @@ void generation::after_rendezvous() {
   for (const auto& s : st_.seqs) {
     steps = std::max(steps, s.target);
   }
-  auto total = ttft + inter_token_latency(knobs, ctx_.stats.active) *
+  auto total = ttft + inter_token_latency(knobs, ctx_->stats.active) *
                           static_cast<std::int64_t>(steps > 0 ? steps - 1 : 0);
   wait_then(total, &generation::complete);
 }
@@ -254,7 +255,7 @@ void generation::prefill_done() {
   if (st_.role == worker_role::prefill) {
     for (const auto& b : st_.req.bootstrap) {
       if (b.room) {
-        ctx_.rooms.ready(*b.room);
+        ctx_->rooms.ready(*b.room);
       }
     }
   }
@@ -331,7 +332,7 @@ void generation::run_steps() {
     if (sink_ && sink_->dropped()) {
       return abandon();
     }
-    auto itl = inter_token_latency(latency(ctx_.config), ctx_.stats.active);
+    auto itl = inter_token_latency(latency(ctx_->config), ctx_->stats.active);
     if (itl > 0us) {
       return wait_then(itl, &generation::run_steps);
     }
@@ -417,7 +418,7 @@ void generation::abandon() {
 
 void generation::end() {
   ended_ = true;
-  ctx_.stats.active_tokens -= std::exchange(tokens_held_, 0);
+  ctx_->stats.active_tokens -= std::exchange(tokens_held_, 0);
   timer_.cancel();
   if (auto r = std::exchange(rendezvous_, nullptr)) {
     r->cancel();

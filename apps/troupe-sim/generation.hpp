@@ -25,8 +25,9 @@ class generation : public std::enable_shared_from_this<generation> {
 public:
   /// Serves `req` (parsed by `family`) to `reply` (null: nobody waits, as for a background
   /// response), holding `token` until it ends.
-  static std::shared_ptr<generation> start(sim_context& ctx, api_family& family, gen_request req,
-                                           std::shared_ptr<sim_reply> reply, inflight token);
+  static std::shared_ptr<generation> start(std::shared_ptr<sim_context> ctx, api_family& family,
+                                           gen_request req, std::shared_ptr<sim_reply> reply,
+                                           inflight token);
 
   /// Stops early: the sequences end as they are and the state is marked cancelled.
   void cancel();
@@ -37,7 +38,7 @@ public:
   /// True once the request ended (complete, failed, cancelled or abandoned).
   bool ended() const noexcept { return ended_; }
 
-  generation(sim_context& ctx, api_family& family, gen_request req,
+  generation(std::shared_ptr<sim_context> ctx, api_family& family, gen_request req,
              std::shared_ptr<sim_reply> reply, inflight token);
   ~generation();
 
@@ -59,7 +60,7 @@ private:
   void end();
   void write_piece(sequence& s);
 
-  sim_context& ctx_;
+  std::shared_ptr<sim_context> ctx_; ///< Shared: a generation may outlive the simulator at exit.
   api_family& family_;
   gen_state st_;
   std::shared_ptr<sim_reply> reply_;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -37,11 +38,14 @@ struct sim_stats {
   nlohmann::json to_json(const prefix_cache& cache) const;
 };
 
-/// Holds one unit of `sim_stats::active` while alive.
+/// Holds one unit of `sim_stats::active` while alive, and keeps the stats alive: a request
+/// dropped by the io_context after the simulator is gone (at shutdown) still finds them.
 class inflight {
 public:
   /// Counts one more request in flight.
-  explicit inflight(sim_stats& s) noexcept : stats_(&s) { ++stats_->active; }
+  explicit inflight(std::shared_ptr<sim_stats> s) noexcept : stats_(std::move(s)) {
+    ++stats_->active;
+  }
   inflight(inflight&& other) noexcept : stats_(std::exchange(other.stats_, nullptr)) {}
   inflight& operator=(inflight&& other) noexcept {
     if (this != &other) {
@@ -63,7 +67,7 @@ public:
   }
 
 private:
-  sim_stats* stats_;
+  std::shared_ptr<sim_stats> stats_;
 };
 
 } // namespace troupe::sim

@@ -75,16 +75,17 @@ std::string_view path_of(std::string_view target) {
 } // namespace
 
 simulator::simulator(net::io_context& ioc, sim_config cfg, std::shared_ptr<spdlog::logger> log)
-    : ctx_(ioc, std::move(cfg), std::move(log)), routes_(make_routes()),
-      server_(ioc, transport::server_options{.host = ctx_.config.host, .port = ctx_.config.port},
+    : ctx_(std::make_shared<sim_context>(ioc, std::move(cfg), std::move(log))),
+      routes_(make_routes()),
+      server_(ioc, transport::server_options{.host = ctx_->config.host, .port = ctx_->config.port},
               [this](transport::request&& req, transport::inbound_status status,
                      std::shared_ptr<sim_reply> reply) {
                 handle(std::move(req), status, std::move(reply));
               }),
       started_at_(unix_now()) {
-  if (ctx_.config.role == worker_role::prefill) {
-    bootstrap_ = std::make_unique<bootstrap_server>(ioc, ctx_.config.host,
-                                                    ctx_.config.bootstrap_port, ctx_.rooms);
+  if (ctx_->config.role == worker_role::prefill) {
+    bootstrap_ = std::make_unique<bootstrap_server>(ioc, ctx_->config.host,
+                                                    ctx_->config.bootstrap_port, ctx_->rooms);
   }
 }
 
@@ -161,11 +162,11 @@ void simulator::handle(transport::request&& req, transport::inbound_status statu
     const auto match = routes_.find(x.req.method(), path);
     const auto kind = match.found ? match.found->kind : route_kind::info;
     if (kind != route_kind::control && path.substr(0, 5) != "/sim/") {
-      ctx_.requests.record(x.req, unix_now_precise());
-      ctx_.stats.count(path);
+      ctx_->requests.record(x.req, unix_now_precise());
+      ctx_->stats.count(path);
     }
-    ctx_.logger->debug("#{} {} {}", ++seq_, std::string_view(x.req.method_string()),
-                       std::string_view(x.req.target()));
+    ctx_->logger->debug("#{} {} {}", ++seq_, std::string_view(x.req.method_string()),
+                        std::string_view(x.req.target()));
     x.format = match.found ? match.found->format
                            : (path.substr(0, 12) == "/v1/messages" ? anthropic : openai);
     if (!match.found) {
@@ -189,7 +190,7 @@ void simulator::handle(transport::request&& req, transport::inbound_status statu
     match.found->handler(x);
   } catch (const std::exception& e) {
     // A bug: never let it escape into the server's handler.
-    ctx_.logger->error("handler failed: {}", e.what());
+    ctx_->logger->error("handler failed: {}", e.what());
     if (x.reply) {
       respond_error(x, make_error(error_code::internal_error, "internal simulator error"));
     }
@@ -197,8 +198,8 @@ void simulator::handle(transport::request&& req, transport::inbound_status statu
 }
 
 void simulator::inject_faults(exchange& x, const handler& next) {
-  const auto& cfg = ctx_.config;
-  x.token.emplace(ctx_.stats);
+  const auto& cfg = ctx_->config;
+  x.token.emplace(std::shared_ptr<sim_stats>(ctx_, &ctx_->stats));
   if (cfg.fail_status != 0) {
     const auto status = static_cast<unsigned>(cfg.fail_status);
     return respond_error(x,
@@ -207,11 +208,11 @@ void simulator::inject_faults(exchange& x, const handler& next) {
                          status);
   }
   if (cfg.error_rate > 0 &&
-      std::uniform_real_distribution<double>(0, 1)(ctx_.rng) < cfg.error_rate) {
+      std::uniform_real_distribution<double>(0, 1)(ctx_->rng) < cfg.error_rate) {
     return respond_error(x, make_error(error_code::internal_error, "injected error (error_rate)"));
   }
   auto proceed = [this, &next](exchange& x) {
-    if (ctx_.config.drop_after_events == 0) {
+    if (ctx_->config.drop_after_events == 0) {
       return x.reply->abort();
     }
     next(x);
@@ -221,7 +222,7 @@ void simulator::inject_faults(exchange& x, const handler& next) {
   }
   // Hold the request, then go on; a client that leaves meanwhile releases it at once.
   const auto stall = duration_from_ms(cfg.stall_ms);
-  auto timer = std::make_shared<net::steady_timer>(ctx_.ioc, stall);
+  auto timer = std::make_shared<net::steady_timer>(ctx_->ioc, stall);
   x.reply->on_disconnect([weak = std::weak_ptr<net::steady_timer>(timer)] {
     if (auto t = weak.lock()) {
       t->cancel();
@@ -235,7 +236,7 @@ void simulator::inject_faults(exchange& x, const handler& next) {
     try {
       proceed(*held);
     } catch (const std::exception& e) {
-      ctx_.logger->error("handler failed after stall: {}", e.what());
+      ctx_->logger->error("handler failed after stall: {}", e.what());
       held->reply->abort();
     }
   });
@@ -256,7 +257,7 @@ std::optional<nlohmann::json> simulator::read_json(exchange& x) {
       respond_error(x, make_error(error_code::bad_request, "'model' must be a string", "model"));
       return std::nullopt;
     }
-    if (model->get_ref<const std::string&>() != ctx_.config.model_id) {
+    if (model->get_ref<const std::string&>() != ctx_->config.model_id) {
       respond_error(x, make_error(error_code::model_not_found,
                                   "The model `" + model->get<std::string>() + "` does not exist.",
                                   "model"));
@@ -270,7 +271,7 @@ std::optional<gen_request> simulator::prepare(exchange& x, api_family& family,
                                               const nlohmann::json& body) {
   parse_result parsed = [&]() -> parse_result {
     try {
-      return family.parse(body, ctx_);
+      return family.parse(body, *ctx_);
     } catch (const nlohmann::json::exception& e) {
       return bad_request(std::string("invalid request: ") + e.what());
     }
@@ -280,17 +281,17 @@ std::optional<gen_request> simulator::prepare(exchange& x, api_family& family,
     return std::nullopt;
   }
   auto req = std::get<gen_request>(std::move(parsed));
-  if (ctx_.config.role != worker_role::regular) {
+  if (ctx_->config.role != worker_role::regular) {
     // SGLang's scheduler refuses a disaggregated request without a room, on both sides.
     bool missing = req.bootstrap.size() != req.prompts.size();
     for (const auto& b : req.bootstrap) {
       missing = missing || !b.room;
     }
     if (missing) {
-      ++ctx_.stats.rendezvous.rejected;
+      ++ctx_->stats.rendezvous.rejected;
       const auto rid = body.contains("rid") && body["rid"].is_string()
                            ? body["rid"].get<std::string>()
-                           : make_id("", ctx_.rng);
+                           : make_id("", ctx_->rng);
       respond_error(x, bad_request("Invalid request: Disaggregated request received without "
                                    "bootstrap room id. req.rid='" +
                                        rid + "'",
@@ -312,11 +313,11 @@ void simulator::serve_generation(exchange& x, api_family& family) {
 }
 
 void simulator::respond_after(exchange& x, std::size_t prompt_tokens, std::string body) {
-  const auto delay = time_to_first_token(latency(ctx_.config), prompt_tokens, ctx_.stats.active);
+  const auto delay = time_to_first_token(latency(ctx_->config), prompt_tokens, ctx_->stats.active);
   if (delay.count() == 0) {
     return respond(*x.reply, 200, std::move(body));
   }
-  auto timer = std::make_shared<net::steady_timer>(ctx_.ioc, delay);
+  auto timer = std::make_shared<net::steady_timer>(ctx_->ioc, delay);
   x.reply->on_disconnect([weak = std::weak_ptr<net::steady_timer>(timer)] {
     if (auto t = weak.lock()) {
       t->cancel();
@@ -423,7 +424,7 @@ void simulator::embeddings(exchange& x) {
   if (!body) {
     return;
   }
-  auto parsed = parse_embeddings(*body, ctx_.config.embedding_dim, ctx_.config.model_id);
+  auto parsed = parse_embeddings(*body, ctx_->config.embedding_dim, ctx_->config.model_id);
   if (auto* err = std::get_if<api_error>(&parsed)) {
     return respond_error(x, *err);
   }
@@ -436,18 +437,18 @@ void simulator::rerank(exchange& x) {
   if (!body) {
     return;
   }
-  auto parsed = parse_rerank(*body, ctx_.config.model_id);
+  auto parsed = parse_rerank(*body, ctx_->config.model_id);
   if (auto* err = std::get_if<api_error>(&parsed)) {
     return respond_error(x, *err);
   }
   const auto& req = std::get<rerank_request>(parsed);
-  respond_after(x, req.tokens(), render_rerank(req, make_id("rerank-", ctx_.rng)));
+  respond_after(x, req.tokens(), render_rerank(req, make_id("rerank-", ctx_->rng)));
 }
 
 // -- worker information --
 
 void simulator::models(exchange& x) {
-  const auto& cfg = ctx_.config;
+  const auto& cfg = ctx_->config;
   respond(*x.reply, 200,
           dump({{"object", "list"},
                 {"data", nlohmann::json::array({{{"id", cfg.model_id},
@@ -459,7 +460,7 @@ void simulator::models(exchange& x) {
 }
 
 void simulator::model(exchange& x) {
-  const auto& cfg = ctx_.config;
+  const auto& cfg = ctx_->config;
   if (x.params.at(0) != cfg.model_id) {
     return respond_error(x, make_error(error_code::model_not_found,
                                        "The model `" + x.params[0] + "` does not exist.", "model"));
@@ -474,7 +475,7 @@ void simulator::model(exchange& x) {
 }
 
 void simulator::model_info(exchange& x) {
-  const auto& cfg = ctx_.config;
+  const auto& cfg = ctx_->config;
   respond(*x.reply, 200,
           dump({{"model_path", cfg.model_id},
                 {"tokenizer_path", cfg.model_id},
@@ -491,7 +492,7 @@ void simulator::model_info(exchange& x) {
 }
 
 void simulator::server_info(exchange& x) {
-  const auto& cfg = ctx_.config;
+  const auto& cfg = ctx_->config;
   const auto mode = cfg.role == worker_role::regular ? "null" : to_string(cfg.role);
   nlohmann::json info = {
       {"model_path", cfg.model_id},
@@ -509,7 +510,7 @@ void simulator::server_info(exchange& x) {
       {"dp_size", 1},
       {"version", version},
       {"internal_states",
-       nlohmann::json::array({{{"load", ctx_.stats.active}, {"last_gen_throughput", 0.0}}})},
+       nlohmann::json::array({{{"load", ctx_->stats.active}, {"last_gen_throughput", 0.0}}})},
       {"sim", to_json(cfg)},
   };
   respond(*x.reply, 200, dump(info));
@@ -518,13 +519,13 @@ void simulator::server_info(exchange& x) {
 void simulator::load(exchange& x) {
   respond(*x.reply, 200,
           dump(nlohmann::json::array({{{"dp_rank", 0},
-                                       {"num_reqs", ctx_.stats.active},
+                                       {"num_reqs", ctx_->stats.active},
                                        {"num_waiting_reqs", 0},
-                                       {"num_tokens", ctx_.stats.active_tokens}}})));
+                                       {"num_tokens", ctx_->stats.active_tokens}}})));
 }
 
 void simulator::health(exchange& x) {
-  const auto status = static_cast<unsigned>(ctx_.config.health_status);
+  const auto status = static_cast<unsigned>(ctx_->config.health_status);
   if (status == 200) {
     return respond(*x.reply, 200, "");
   }
@@ -535,23 +536,23 @@ void simulator::health(exchange& x) {
 }
 
 void simulator::flush_cache(exchange& x) {
-  ctx_.cache.clear();
+  ctx_->cache.clear();
   respond(*x.reply, 200, "Cache flushed.\n", "text/plain");
 }
 
 // -- /sim: the control API of tests --
 
 void simulator::sim_requests(exchange& x) {
-  respond(*x.reply, 200, dump(ctx_.requests.to_json()));
+  respond(*x.reply, 200, dump(ctx_->requests.to_json()));
 }
 
 void simulator::sim_clear_requests(exchange& x) {
-  ctx_.requests.clear();
+  ctx_->requests.clear();
   respond(*x.reply, 200, R"({"status":"ok"})");
 }
 
 void simulator::sim_get_config(exchange& x) {
-  respond(*x.reply, 200, dump(to_json(ctx_.config)));
+  respond(*x.reply, 200, dump(to_json(ctx_->config)));
 }
 
 void simulator::sim_set_config(exchange& x) {
@@ -559,15 +560,15 @@ void simulator::sim_set_config(exchange& x) {
   if (knobs.is_discarded()) {
     return respond_error(x, make_error(error_code::invalid_json, "the body is not valid JSON"));
   }
-  if (auto why = apply_knobs(ctx_.config, knobs)) {
+  if (auto why = apply_knobs(ctx_->config, knobs)) {
     return respond_error(x, bad_request(*why));
   }
-  ctx_.logger->info("configuration changed: {}", dump(knobs));
-  respond(*x.reply, 200, dump(to_json(ctx_.config)));
+  ctx_->logger->info("configuration changed: {}", dump(knobs));
+  respond(*x.reply, 200, dump(to_json(ctx_->config)));
 }
 
 void simulator::sim_get_stats(exchange& x) {
-  respond(*x.reply, 200, dump(ctx_.stats.to_json(ctx_.cache)));
+  respond(*x.reply, 200, dump(ctx_->stats.to_json(ctx_->cache)));
 }
 
 } // namespace troupe::sim

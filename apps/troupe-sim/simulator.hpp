@@ -57,7 +57,7 @@ public:
               std::shared_ptr<sim_reply> reply);
 
   /// The worker's state.
-  sim_context& context() noexcept { return ctx_; }
+  sim_context& context() noexcept { return *ctx_; }
 
 private:
   using handler = std::function<void(exchange&)>;
@@ -92,7 +92,7 @@ private:
   void sim_set_config(exchange& x);
   void sim_get_stats(exchange& x);
 
-  sim_context ctx_;
+  std::shared_ptr<sim_context> ctx_; ///< Shared with requests in flight (see `inflight`).
   generate_api generate_;
   chat_api chat_;
   completions_api completions_;

@@ -63,6 +63,24 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->expected(1, 2)
       ->allow_extra_args(false);
   app.add_option("--decode", cfg.decode_urls, "Decode worker URL (repeatable)")->expected(1);
+  app.add_option("--backend", cfg.backend,
+                 "What --worker-urls run: sglang or vllm (self-hosted), openai or anthropic "
+                 "(external providers using --openai-api-key / --anthropic-api-key)")
+      ->check(CLI::IsMember({"sglang", "vllm", "openai", "anthropic"}));
+  app.add_option("--openai-urls", cfg.openai_urls,
+                 "OpenAI-compatible provider base URLs, e.g. https://api.openai.com")
+      ->expected(1, -1);
+  app.add_option("--anthropic-urls", cfg.anthropic_urls,
+                 "Anthropic-compatible provider base URLs, e.g. https://api.anthropic.com")
+      ->expected(1, -1);
+  app.add_option("--openai-api-key", cfg.openai_api_key, "API key of the OpenAI providers")
+      ->envname("OPENAI_API_KEY");
+  app.add_option("--anthropic-api-key", cfg.anthropic_api_key,
+                 "API key of the Anthropic providers")
+      ->envname("ANTHROPIC_API_KEY");
+  app.add_option("--upstream-ca-file", cfg.upstream_ca_file,
+                 "PEM CA bundle trusted for https workers, besides the system's")
+      ->check(CLI::ExistingFile);
 
   // -- routing --
   auto policies = actors::strategy_names();
@@ -82,6 +100,9 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->check(CLI::PositiveNumber);
   app.add_option("--max-response-size", cfg.max_response_size,
                  "Largest non-streamed worker response, in bytes")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-error-response-size", cfg.max_error_response_size,
+                 "Largest worker error body read, in bytes; longer ones are cut and quoted")
       ->check(CLI::PositiveNumber);
   long long timeout_secs = cfg.request_timeout.count();
   app.add_option("--request-timeout-secs", timeout_secs, "Deadline of a whole request")

@@ -850,6 +850,28 @@ class TestProcess(unittest.TestCase):
                              timeout=10)
         self.assertNotEqual(out.returncode, 0)
 
+    def test_sigterm_with_requests_in_flight_exits_cleanly(self):
+        port = free_port()
+        p = subprocess.Popen([SIM_BIN, "--port", str(port), "--itl-ms", "1000",
+                              "--stall-ms", "0"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until(lambda: get(url + "/health", timeout=1).status == 200, 10, what="sim")
+            stream = Stream(url + "/v1/chat/completions", chat(stream=True))  # generating
+            post(url + "/sim/config", {"stall_ms": 1e12})
+            held = threading.Thread(target=lambda: self.assertRaises(
+                Exception, post, url + "/generate", {"text": "x"}, timeout=5))
+            held.start()  # stalled forever
+            wait_until(lambda: get(url + "/sim/stats").json()["active"] == 2, 5, what="active")
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(10), 0)
+            held.join()
+            stream.close()
+        finally:
+            if p.poll() is None:
+                p.kill()
+
     def test_sigterm_and_sigint_exit_cleanly(self):
         for sig in (signal.SIGTERM, signal.SIGINT):
             port = free_port()
