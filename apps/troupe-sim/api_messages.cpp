@@ -85,7 +85,7 @@ nlohmann::json content_block(const gen_state& st, const sequence& s) {
 
 } // namespace
 
-parse_result messages_api::parse(const nlohmann::json& body, sim_context& ctx) {
+parse_result messages_api::parse(const nlohmann::json& body, sim_context&) {
   gen_request req;
   const auto model = body.find("model");
   if (model == body.end() || !model->is_string()) {
@@ -139,7 +139,6 @@ parse_result messages_api::parse(const nlohmann::json& body, sim_context& ctx) {
   }
   req.bootstrap = std::get<std::vector<bootstrap_info>>(std::move(boot));
   req.model = model->get<std::string>();
-  (void)ctx;
   return req;
 }
 

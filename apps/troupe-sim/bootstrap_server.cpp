@@ -15,7 +15,7 @@ constexpr std::string_view rooms_prefix = "/bootstrap/rooms/";
 transport::response json_response(http::status status, const nlohmann::json& body) {
   transport::response res{status, 11};
   res.set(http::field::content_type, "application/json");
-  res.body() = body.dump();
+  res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return res;
 }
 

@@ -77,6 +77,21 @@ private:
   bool dropped_ = false;
 };
 
+template <class F> void generation::guarded(F&& f) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    // A bug: drop the connection rather than let the exception into the io_context.
+    ctx_->logger->error("{}: generation failed: {}", st_.id, e.what());
+    if (!ended_) {
+      end();
+      if (reply_) {
+        reply_->abort();
+      }
+    }
+  }
+}
+
 std::shared_ptr<generation> generation::start(std::shared_ptr<sim_context> ctx, api_family& family,
                                               gen_request req, std::shared_ptr<sim_reply> reply,
                                               inflight token) {
@@ -202,12 +217,15 @@ void generation::start_rendezvous() {
         if (self->ended_) {
           return;
         }
-        if (!r.ok()) {
-          self->ctx_->logger->warn("{}: PD rendezvous failed: {}", self->st_.id, r.detail);
-          return self->fail(make_error(protocol::error_code::internal_error,
-                                       "KV transfer from the prefill worker failed: " + r.detail));
-        }
-        self->after_rendezvous();
+        self->guarded([&] {
+          if (!r.ok()) {
+            self->ctx_->logger->warn("{}: PD rendezvous failed: {}", self->st_.id, r.detail);
+            return self->fail(
+                make_error(protocol::error_code::internal_error,
+                           "KV transfer from the prefill worker failed: " + r.detail));
+          }
+          self->after_rendezvous();
+        });
       });
 }
 
@@ -243,7 +261,7 @@ void generation::wait_then(std::chrono::microseconds delay, void (generation::*n
   timer_.expires_after(delay);
   timer_.async_wait([self = shared_from_this(), next](boost::system::error_code ec) {
     if (!ec && !self->ended_) {
-      (self.get()->*next)();
+      self->guarded([&] { (self.get()->*next)(); });
     }
   });
 }

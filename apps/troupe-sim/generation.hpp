@@ -38,6 +38,7 @@ public:
   /// True once the request ended (complete, failed, cancelled or abandoned).
   bool ended() const noexcept { return ended_; }
 
+  /// Use `start`; public for `std::make_shared`.
   generation(std::shared_ptr<sim_context> ctx, api_family& family, gen_request req,
              std::shared_ptr<sim_reply> reply, inflight token);
   ~generation();
@@ -59,6 +60,7 @@ private:
   void abandon();
   void end();
   void write_piece(sequence& s);
+  template <class F> void guarded(F&& f) noexcept;
 
   std::shared_ptr<sim_context> ctx_; ///< Shared: a generation may outlive the simulator at exit.
   api_family& family_;
