@@ -1,11 +1,16 @@
 #include "apps/troupe-sim/api_responses.hpp"
 
 #include "apps/troupe-sim/api_common.hpp"
+#include "apps/troupe-sim/generation.hpp"
 #include "apps/troupe-sim/sim_context.hpp"
 
 namespace troupe::sim {
 
 namespace {
+
+protocol::api_error unknown(const std::string& id) {
+  return make_error(protocol::error_code::not_found, "Response with id '" + id + "' not found.");
+}
 
 std::string status_of(const gen_state& st, bool done) {
   if (st.cancelled) {
@@ -279,6 +284,61 @@ void responses_api::ended(const gen_state& st) {
   std::string conversation = st.req.extra["prompt_text"].get<std::string>();
   conversation.append("assistant: ").append(st.seqs.front().text).push_back('\n');
   stored->conversation = std::move(conversation);
+}
+
+// -- stored responses --
+
+void responses_api::serve_get(exchange& x) {
+  const auto& id = x.params.at(0);
+  if (auto* stored = store_.find(id)) {
+    return respond(*x.reply, 200, dump(stored->response));
+  }
+  respond_error(x, unknown(id));
+}
+
+void responses_api::serve_delete(exchange& x) {
+  const auto& id = x.params.at(0);
+  auto* stored = store_.find(id);
+  if (stored == nullptr) {
+    return respond_error(x, unknown(id));
+  }
+  if (auto g = stored->running.lock()) {
+    g->cancel();
+  }
+  store_.erase(id);
+  respond(*x.reply, 200, dump({{"id", id}, {"object", "response"}, {"deleted", true}}));
+}
+
+void responses_api::serve_cancel(exchange& x) {
+  const auto& id = x.params.at(0);
+  auto* stored = store_.find(id);
+  if (stored == nullptr) {
+    return respond_error(x, unknown(id));
+  }
+  if (!stored->background) {
+    return respond_error(
+        x, bad_request("Only responses created with background=true can be cancelled.", "id"));
+  }
+  if (auto g = stored->running.lock()) {
+    g->cancel(); // `ended` updates the stored response
+  }
+  respond(*x.reply, 200, dump(stored->response));
+}
+
+void responses_api::serve_input_items(exchange& x) {
+  const auto& id = x.params.at(0);
+  auto* stored = store_.find(id);
+  if (stored == nullptr) {
+    return respond_error(x, unknown(id));
+  }
+  const auto& items = stored->input_items;
+  auto id_of = [&](const nlohmann::json& item) { return nlohmann::json(item.value("id", "")); };
+  respond(*x.reply, 200,
+          dump({{"object", "list"},
+                {"data", items},
+                {"first_id", items.empty() ? nlohmann::json() : id_of(items.front())},
+                {"last_id", items.empty() ? nlohmann::json() : id_of(items.back())},
+                {"has_more", false}}));
 }
 
 } // namespace troupe::sim

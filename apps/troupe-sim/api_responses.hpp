@@ -1,6 +1,7 @@
 #pragma once
 
 #include "apps/troupe-sim/api_family.hpp"
+#include "apps/troupe-sim/exchange.hpp"
 #include "apps/troupe-sim/response_store.hpp"
 
 namespace troupe::sim {
@@ -27,6 +28,20 @@ public:
 
   /// The stored responses.
   response_store& store() noexcept { return store_; }
+
+  // -- stored responses: `/v1/responses/{id}...` (404 for an unknown id) --
+
+  /// `GET /v1/responses/{id}`: the response as it stands.
+  void serve_get(exchange& x);
+
+  /// `DELETE /v1/responses/{id}`: stops it if it runs, forgets it.
+  void serve_delete(exchange& x);
+
+  /// `POST /v1/responses/{id}/cancel`: stops a background response (400 for another).
+  void serve_cancel(exchange& x);
+
+  /// `GET /v1/responses/{id}/input_items`.
+  void serve_input_items(exchange& x);
 
 private:
   nlohmann::json output_item(const gen_state& st, bool done) const;

@@ -2,6 +2,7 @@
 
 #include "apps/troupe-sim/api_common.hpp"
 #include "apps/troupe-sim/api_embeddings.hpp"
+#include "apps/troupe-sim/control_api.hpp"
 #include "apps/troupe-sim/generation.hpp"
 #include "apps/troupe-sim/latency_model.hpp"
 
@@ -23,50 +24,6 @@ constexpr auto anthropic = api_format::anthropic;
 constexpr auto data_plane = route_kind::data_plane;
 constexpr auto info = route_kind::info;
 constexpr auto control = route_kind::control;
-
-constexpr std::string_view version = "troupe-sim 0.1.0";
-
-void respond(sim_reply& reply, unsigned status, std::string body,
-             std::string_view content_type = "application/json") {
-  transport::response res{static_cast<http::status>(status), 11};
-  if (!body.empty()) {
-    res.set(http::field::content_type, content_type);
-  }
-  res.body() = std::move(body);
-  reply.respond(std::move(res));
-}
-
-void respond_error(exchange& x, const api_error& err, unsigned status = 0) {
-  respond(*x.reply, status != 0 ? status : protocol::http_status(err.code),
-          protocol::render_error_body(err, x.format));
-}
-
-// The error a status stands for, to render an injected failure in the API's format.
-error_code code_for_status(unsigned status) {
-  switch (status) {
-  case 400:
-    return error_code::bad_request;
-  case 401:
-  case 403:
-    return error_code::unauthorized;
-  case 404:
-    return error_code::not_found;
-  case 409:
-    return error_code::conflict;
-  case 413:
-    return error_code::payload_too_large;
-  case 429:
-    return error_code::too_many_requests;
-  case 502:
-    return error_code::bad_gateway;
-  case 503:
-    return error_code::service_unavailable;
-  case 504:
-    return error_code::gateway_timeout;
-  default:
-    return status >= 400 && status < 500 ? error_code::bad_request : error_code::internal_error;
-  }
-}
 
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
@@ -95,39 +52,52 @@ std::vector<route<simulator::handler>> simulator::make_routes() {
   auto gen = [this](api_family& family) {
     return [this, &family](exchange& x) { serve_generation(x, family); };
   };
-  auto bind = [this](void (simulator::*f)(exchange&)) {
+  auto own = [this](void (simulator::*f)(exchange&)) {
     return [this, f](exchange& x) { (this->*f)(x); };
+  };
+  auto stored = [this](void (responses_api::*f)(exchange&)) {
+    return [this, f](exchange& x) { (responses_.*f)(x); };
+  };
+  // Information and control endpoints read (or change) the worker's state.
+  auto ctx = [this](void (*f)(sim_context&, exchange&)) {
+    return [this, f](exchange& x) { f(*ctx_, x); };
+  };
+  auto cctx = [this](void (*f)(const sim_context&, exchange&)) {
+    return [this, f](exchange& x) { f(*ctx_, x); };
+  };
+  auto facts_ctx = [this](void (*f)(const sim_context&, const worker_facts&, exchange&)) {
+    return [this, f](exchange& x) { f(*ctx_, facts(), x); };
   };
   return {
       {verb::post, "/generate", openai, data_plane, gen(generate_)},
       {verb::post, "/v1/chat/completions", openai, data_plane, gen(chat_)},
       {verb::post, "/v1/completions", openai, data_plane, gen(completions_)},
       {verb::post, "/v1/messages", anthropic, data_plane, gen(messages_)},
-      {verb::post, "/v1/responses", openai, data_plane, bind(&simulator::responses_create)},
-      {verb::get, "/v1/responses/{}", openai, data_plane, bind(&simulator::responses_get)},
-      {verb::delete_, "/v1/responses/{}", openai, data_plane, bind(&simulator::responses_delete)},
+      {verb::post, "/v1/responses", openai, data_plane, own(&simulator::responses_create)},
+      {verb::get, "/v1/responses/{}", openai, data_plane, stored(&responses_api::serve_get)},
+      {verb::delete_, "/v1/responses/{}", openai, data_plane, stored(&responses_api::serve_delete)},
       {verb::post, "/v1/responses/{}/cancel", openai, data_plane,
-       bind(&simulator::responses_cancel)},
+       stored(&responses_api::serve_cancel)},
       {verb::get, "/v1/responses/{}/input_items", openai, data_plane,
-       bind(&simulator::responses_input_items)},
-      {verb::post, "/v1/embeddings", openai, data_plane, bind(&simulator::embeddings)},
-      {verb::post, "/v1/rerank", openai, data_plane, bind(&simulator::rerank)},
-      {verb::post, "/rerank", openai, data_plane, bind(&simulator::rerank)},
-      {verb::get, "/v1/models", openai, info, bind(&simulator::models)},
-      {verb::get, "/v1/models/{}", openai, info, bind(&simulator::model)},
-      {verb::get, "/get_model_info", openai, info, bind(&simulator::model_info)},
-      {verb::get, "/get_server_info", openai, info, bind(&simulator::server_info)},
-      {verb::get, "/server_info", openai, info, bind(&simulator::server_info)},
-      {verb::get, "/get_load", openai, info, bind(&simulator::load)},
-      {verb::get, "/health_generate", openai, info, bind(&simulator::health)},
-      {verb::get, "/health", openai, control, bind(&simulator::health)},
-      {verb::post, "/flush_cache", openai, info, bind(&simulator::flush_cache)},
-      {verb::get, "/flush_cache", openai, info, bind(&simulator::flush_cache)},
-      {verb::get, "/sim/requests", openai, control, bind(&simulator::sim_requests)},
-      {verb::delete_, "/sim/requests", openai, control, bind(&simulator::sim_clear_requests)},
-      {verb::get, "/sim/config", openai, control, bind(&simulator::sim_get_config)},
-      {verb::post, "/sim/config", openai, control, bind(&simulator::sim_set_config)},
-      {verb::get, "/sim/stats", openai, control, bind(&simulator::sim_get_stats)},
+       stored(&responses_api::serve_input_items)},
+      {verb::post, "/v1/embeddings", openai, data_plane, own(&simulator::embeddings)},
+      {verb::post, "/v1/rerank", openai, data_plane, own(&simulator::rerank)},
+      {verb::post, "/rerank", openai, data_plane, own(&simulator::rerank)},
+      {verb::get, "/v1/models", openai, info, facts_ctx(&serve_models)},
+      {verb::get, "/v1/models/{}", openai, info, facts_ctx(&serve_model)},
+      {verb::get, "/get_model_info", openai, info, cctx(&serve_model_info)},
+      {verb::get, "/get_server_info", openai, info, facts_ctx(&serve_server_info)},
+      {verb::get, "/server_info", openai, info, facts_ctx(&serve_server_info)},
+      {verb::get, "/get_load", openai, info, cctx(&serve_load)},
+      {verb::get, "/health_generate", openai, info, cctx(&serve_health)},
+      {verb::get, "/health", openai, control, cctx(&serve_health)},
+      {verb::post, "/flush_cache", openai, info, ctx(&serve_flush_cache)},
+      {verb::get, "/flush_cache", openai, info, ctx(&serve_flush_cache)},
+      {verb::get, "/sim/requests", openai, control, cctx(&serve_sim_requests)},
+      {verb::delete_, "/sim/requests", openai, control, ctx(&serve_sim_clear_requests)},
+      {verb::get, "/sim/config", openai, control, cctx(&serve_sim_config)},
+      {verb::post, "/sim/config", openai, control, ctx(&serve_sim_set_config)},
+      {verb::get, "/sim/stats", openai, control, cctx(&serve_sim_stats)},
   };
 }
 
@@ -360,63 +330,6 @@ void simulator::responses_create(exchange& x) {
   respond(*x.reply, 200, dump(stored->response));
 }
 
-void simulator::responses_get(exchange& x) {
-  const auto& id = x.params.at(0);
-  if (auto* stored = responses_.store().find(id)) {
-    return respond(*x.reply, 200, dump(stored->response));
-  }
-  respond_error(x, make_error(error_code::not_found, "Response with id '" + id + "' not found."));
-}
-
-void simulator::responses_delete(exchange& x) {
-  const auto& id = x.params.at(0);
-  if (auto* stored = responses_.store().find(id)) {
-    if (auto g = stored->running.lock()) {
-      g->cancel();
-    }
-    responses_.store().erase(id);
-    return respond(*x.reply, 200, dump({{"id", id}, {"object", "response"}, {"deleted", true}}));
-  }
-  respond_error(x, make_error(error_code::not_found, "Response with id '" + id + "' not found."));
-}
-
-void simulator::responses_cancel(exchange& x) {
-  const auto& id = x.params.at(0);
-  auto* stored = responses_.store().find(id);
-  if (stored == nullptr) {
-    return respond_error(
-        x, make_error(error_code::not_found, "Response with id '" + id + "' not found."));
-  }
-  if (!stored->background) {
-    return respond_error(
-        x, bad_request("Only responses created with background=true can be cancelled.", "id"));
-  }
-  if (auto g = stored->running.lock()) {
-    g->cancel(); // updates the stored response through the family's `ended`
-  }
-  respond(*x.reply, 200, dump(stored->response));
-}
-
-void simulator::responses_input_items(exchange& x) {
-  const auto& id = x.params.at(0);
-  auto* stored = responses_.store().find(id);
-  if (stored == nullptr) {
-    return respond_error(
-        x, make_error(error_code::not_found, "Response with id '" + id + "' not found."));
-  }
-  const auto& items = stored->input_items;
-  nlohmann::json first =
-      items.empty() ? nlohmann::json() : nlohmann::json(items.front().value("id", ""));
-  nlohmann::json last =
-      items.empty() ? nlohmann::json() : nlohmann::json(items.back().value("id", ""));
-  respond(*x.reply, 200,
-          dump({{"object", "list"},
-                {"data", items},
-                {"first_id", std::move(first)},
-                {"last_id", std::move(last)},
-                {"has_more", false}}));
-}
-
 // -- one prefill, no tokens out --
 
 void simulator::embeddings(exchange& x) {
@@ -445,130 +358,8 @@ void simulator::rerank(exchange& x) {
   respond_after(x, req.tokens(), render_rerank(req, make_id("rerank-", ctx_->rng)));
 }
 
-// -- worker information --
-
-void simulator::models(exchange& x) {
-  const auto& cfg = ctx_->config;
-  respond(*x.reply, 200,
-          dump({{"object", "list"},
-                {"data", nlohmann::json::array({{{"id", cfg.model_id},
-                                                 {"object", "model"},
-                                                 {"created", started_at_},
-                                                 {"owned_by", "sglang"},
-                                                 {"root", cfg.model_id},
-                                                 {"max_model_len", cfg.context_length}}})}}));
-}
-
-void simulator::model(exchange& x) {
-  const auto& cfg = ctx_->config;
-  if (x.params.at(0) != cfg.model_id) {
-    return respond_error(x, make_error(error_code::model_not_found,
-                                       "The model `" + x.params[0] + "` does not exist.", "model"));
-  }
-  respond(*x.reply, 200,
-          dump({{"id", cfg.model_id},
-                {"object", "model"},
-                {"created", started_at_},
-                {"owned_by", "sglang"},
-                {"root", cfg.model_id},
-                {"max_model_len", cfg.context_length}}));
-}
-
-void simulator::model_info(exchange& x) {
-  const auto& cfg = ctx_->config;
-  respond(*x.reply, 200,
-          dump({{"model_path", cfg.model_id},
-                {"tokenizer_path", cfg.model_id},
-                {"served_model_name", cfg.model_id},
-                {"is_generation", true},
-                {"preferred_sampling_params", nullptr},
-                {"weight_version", "default"},
-                {"has_image_understanding", false},
-                {"has_audio_understanding", false},
-                {"model_type", "troupe_sim"},
-                {"architectures", {"TroupeSimForCausalLM"}},
-                {"vocab_size", vocab_size},
-                {"context_length", cfg.context_length}}));
-}
-
-void simulator::server_info(exchange& x) {
-  const auto& cfg = ctx_->config;
-  const auto mode = cfg.role == worker_role::regular ? "null" : to_string(cfg.role);
-  nlohmann::json info = {
-      {"model_path", cfg.model_id},
-      {"tokenizer_path", cfg.model_id},
-      {"served_model_name", cfg.model_id},
-      {"host", cfg.host},
-      {"port", port()},
-      {"disaggregation_mode", mode},
-      {"disaggregation_bootstrap_port",
-       cfg.role == worker_role::prefill ? nlohmann::json(bootstrap_port()) : nlohmann::json()},
-      {"page_size", cfg.cache_block_tokens},
-      {"context_length", cfg.context_length},
-      {"max_total_num_tokens", cfg.cache_capacity_blocks * cfg.cache_block_tokens},
-      {"tp_size", 1},
-      {"dp_size", 1},
-      {"version", version},
-      {"internal_states",
-       nlohmann::json::array({{{"load", ctx_->stats.active}, {"last_gen_throughput", 0.0}}})},
-      {"sim", to_json(cfg)},
-  };
-  respond(*x.reply, 200, dump(info));
-}
-
-void simulator::load(exchange& x) {
-  respond(*x.reply, 200,
-          dump(nlohmann::json::array({{{"dp_rank", 0},
-                                       {"num_reqs", ctx_->stats.active},
-                                       {"num_waiting_reqs", 0},
-                                       {"num_tokens", ctx_->stats.active_tokens}}})));
-}
-
-void simulator::health(exchange& x) {
-  const auto status = static_cast<unsigned>(ctx_->config.health_status);
-  if (status == 200) {
-    return respond(*x.reply, 200, "");
-  }
-  respond_error(x,
-                make_error(code_for_status(status),
-                           "unhealthy (health_status=" + std::to_string(status) + ")"),
-                status);
-}
-
-void simulator::flush_cache(exchange& x) {
-  ctx_->cache.clear();
-  respond(*x.reply, 200, "Cache flushed.\n", "text/plain");
-}
-
-// -- /sim: the control API of tests --
-
-void simulator::sim_requests(exchange& x) {
-  respond(*x.reply, 200, dump(ctx_->requests.to_json()));
-}
-
-void simulator::sim_clear_requests(exchange& x) {
-  ctx_->requests.clear();
-  respond(*x.reply, 200, R"({"status":"ok"})");
-}
-
-void simulator::sim_get_config(exchange& x) {
-  respond(*x.reply, 200, dump(to_json(ctx_->config)));
-}
-
-void simulator::sim_set_config(exchange& x) {
-  auto knobs = nlohmann::json::parse(x.req.body(), nullptr, false);
-  if (knobs.is_discarded()) {
-    return respond_error(x, make_error(error_code::invalid_json, "the body is not valid JSON"));
-  }
-  if (auto why = apply_knobs(ctx_->config, knobs)) {
-    return respond_error(x, bad_request(*why));
-  }
-  ctx_->logger->info("configuration changed: {}", dump(knobs));
-  respond(*x.reply, 200, dump(to_json(ctx_->config)));
-}
-
-void simulator::sim_get_stats(exchange& x) {
-  respond(*x.reply, 200, dump(ctx_->stats.to_json(ctx_->cache)));
+worker_facts simulator::facts() const noexcept {
+  return {port(), bootstrap_port(), started_at_};
 }
 
 } // namespace troupe::sim

@@ -6,6 +6,8 @@
 #include "apps/troupe-sim/api_messages.hpp"
 #include "apps/troupe-sim/api_responses.hpp"
 #include "apps/troupe-sim/bootstrap_server.hpp"
+#include "apps/troupe-sim/exchange.hpp"
+#include "apps/troupe-sim/info_api.hpp"
 #include "apps/troupe-sim/route_table.hpp"
 #include "apps/troupe-sim/sim_context.hpp"
 #include "apps/troupe-sim/sim_server.hpp"
@@ -19,15 +21,6 @@
 #include <vector>
 
 namespace troupe::sim {
-
-/// One request on its way through the simulator.
-struct exchange {
-  transport::request req;
-  std::shared_ptr<sim_reply> reply;
-  std::vector<std::string> params; ///< Segments matched by the route's `{}`.
-  protocol::api_format format = protocol::api_format::openai;
-  std::optional<inflight> token; ///< Held while a data-plane request is in flight.
-};
 
 /// A simulated inference worker: its main port's route table, failure injection, the handlers
 /// of every endpoint, and (as a prefill worker) its bootstrap server. Single-threaded.
@@ -71,26 +64,12 @@ private:
   void serve_generation(exchange& x, api_family& family);
   void respond_after(exchange& x, std::size_t prompt_tokens, std::string body);
 
-  // -- endpoints --
+  // -- endpoints with a pipeline of their own --
   void responses_create(exchange& x);
-  void responses_get(exchange& x);
-  void responses_delete(exchange& x);
-  void responses_cancel(exchange& x);
-  void responses_input_items(exchange& x);
   void embeddings(exchange& x);
   void rerank(exchange& x);
-  void models(exchange& x);
-  void model(exchange& x);
-  void model_info(exchange& x);
-  void server_info(exchange& x);
-  void load(exchange& x);
-  void health(exchange& x);
-  void flush_cache(exchange& x);
-  void sim_requests(exchange& x);
-  void sim_clear_requests(exchange& x);
-  void sim_get_config(exchange& x);
-  void sim_set_config(exchange& x);
-  void sim_get_stats(exchange& x);
+
+  worker_facts facts() const noexcept;
 
   std::shared_ptr<sim_context> ctx_; ///< Shared with requests in flight (see `inflight`).
   generate_api generate_;
