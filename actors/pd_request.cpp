@@ -9,6 +9,7 @@
 #include "actors/pd_leg.hpp"
 #include "actors/pd_reply_gate.hpp"
 #include "actors/request_state.hpp"
+#include "actors/response_affinity.hpp"
 #include "protocol/bootstrap.hpp"
 #include "protocol/logprobs.hpp"
 #include "protocol/worker_error.hpp"
@@ -196,15 +197,27 @@ void dispatch_pair(request_self self) {
     protocol::bootstrap_target target{prefill->url.host, prefill->spec.bootstrap_port};
     auto rooms = protocol::inject_bootstrap(pd.body, pd.batch, target, *st.svc->rooms);
     body = protocol::dump_body(pd.body);
-    spdlog::debug("[{}] pair prefill={} decode={} bootstrap {}:{} rooms {}", st.in->request_id,
-                  prefill->id, decode->id, target.host,
-                  target.port ? std::to_string(*target.port) : "null",
-                  nlohmann::json(rooms).dump());
+    if (spdlog::should_log(spdlog::level::debug)) {
+      spdlog::debug("[{}] pair prefill={} decode={} bootstrap {}:{} rooms {}", st.in->request_id,
+                    prefill->id, decode->id, target.host,
+                    target.port ? std::to_string(*target.port) : "null",
+                    nlohmann::json(rooms).dump());
+    }
   }
   auto limit = st.svc->cfg.max_response_size;
   pd.gate = std::make_shared<pd_reply_gate>(st.in->reply, limit);
   pd.prefill_sink = std::make_shared<transport::collect_sink>(limit);
-  auto decode_sink = std::make_shared<relay_sink>(pd.gate, st.in->request_id, st.format, limit);
+  // A Responses create is stored by the worker that wrote it: the decode worker.
+  response_observer observer;
+  if (st.in->op == protocol::operation::responses_create) {
+    observer = remember_response_id(st.svc->responses, decode->id);
+  }
+  auto decode_sink =
+      std::make_shared<relay_sink>(pd.gate, st.in->request_id, st.format, limit,
+                                   st.svc->cfg.max_error_response_size, std::move(observer));
+  decode_sink->on_stream_start([tracker = st.svc->tracker, id = st.in->request_id] {
+    tracker->update(id, request_phase::streaming);
+  });
   pd.decode_error_held = false;
   if (!st.worker_ids.empty()) {
     st.worker_ids += ",";

@@ -163,9 +163,20 @@ void start(request_self self) {
     if (op.pd_capable || st.in->op == protocol::operation::health_generate) {
       return start_pd(self);
     }
-    if (st.in->op == protocol::operation::get_model_info ||
-        st.in->op == protocol::operation::get_server_info) {
-      st.role = protocol::worker_type::prefill;
+    switch (st.in->op) {
+      case protocol::operation::get_model_info:
+      case protocol::operation::get_server_info:
+        st.role = protocol::worker_type::prefill;
+        break;
+      case protocol::operation::responses_get:
+      case protocol::operation::responses_delete:
+      case protocol::operation::responses_cancel:
+      case protocol::operation::responses_input_items:
+        // A response is stored by the decode worker that wrote it.
+        st.role = protocol::worker_type::decode;
+        break;
+      default:
+        break;
     }
   }
   select_worker(self);

@@ -553,6 +553,15 @@ class PdSimulatorTest(unittest.TestCase):
             self.assertEqual(len(c["meta_info"]["input_token_logprobs"]),
                              c["meta_info"]["prompt_tokens"])
 
+    def test_a_stored_response_is_read_back_from_its_decode_worker(self):
+        r = post(self.gw.url + "/v1/responses", bodies(SIM_MODEL)["/v1/responses"])
+        self.assertEqual(r.status, 200, r)
+        rid = r.json()["id"]
+        got = get(self.gw.url + f"/v1/responses/{rid}")
+        self.assertEqual(got.status, 200, got)
+        self.assertEqual(got.json()["id"], rid)
+        self.assertEqual(got.json()["output"], r.json()["output"])
+
     def test_a_failing_prefill_is_not_waited_for(self):
         self.prefill.configure(fail_status=500)
         try:
