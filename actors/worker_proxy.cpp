@@ -202,7 +202,14 @@ void check_health(self_ptr self) {
   auto path = st.spec.spec.provider == protocol::provider_kind::none ? st.cfg.health_endpoint
                                                                      : std::string{"/v1/models"};
   start_probe(self, path, [self](const exchange_result& r, transport::collect_sink& sink) {
-    record_check(self, r.status == exchange_status::ok && sink.status() / 100 == 2,
+    auto& spec = self->state.spec.spec;
+    auto status = sink.status();
+    // A provider used with the clients' own keys (no key of its own) answers our keyless
+    // probe 401/403: it is up; whether a client's key is good is that client's business.
+    bool passthrough_denied = spec.provider != protocol::provider_kind::none &&
+                              spec.api_key.empty() && (status == 401 || status == 403);
+    record_check(self,
+                 r.status == exchange_status::ok && (status / 100 == 2 || passthrough_denied),
                  describe(r, sink));
   });
 }

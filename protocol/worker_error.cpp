@@ -1,5 +1,7 @@
 #include "protocol/worker_error.hpp"
 
+#include "protocol/upstream_error.hpp"
+
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -58,7 +60,7 @@ std::string message_of(std::string_view body) {
   while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) {
     body.remove_suffix(1);
   }
-  return std::string(body.substr(0, max_quote));
+  return std::string(utf8_prefix(body, max_quote));
 }
 
 } // namespace
@@ -67,7 +69,7 @@ api_error worker_error(unsigned status, std::string_view body, std::string_view 
   auto msg = std::string(who) + " answered HTTP " + std::to_string(status);
   auto quoted = message_of(body);
   if (quoted.size() > max_quote) {
-    quoted.resize(max_quote);
+    quoted = std::string(utf8_prefix(quoted, max_quote)); // never half a character
   }
   if (!quoted.empty()) {
     msg += ": " + quoted;

@@ -33,3 +33,16 @@ TEST_CASE("long worker texts are cut") {
   auto e = worker_error(500, std::string(10000, 'x'), "w");
   CHECK(e.message.size() < 600);
 }
+
+TEST_CASE("a worker text cut at the quote limit keeps whole characters") {
+  // 511 ASCII bytes then 3-byte characters: the 512-byte limit falls inside the first one.
+  std::string text(511, 'x');
+  for (int i = 0; i < 100; ++i) {
+    text += "\xE2\x82\xAC";
+  }
+  auto cut = worker_error(500, text, "w");
+  CHECK(cut.message.find('\xE2') == std::string::npos);
+  CHECK(cut.message.substr(cut.message.size() - 3) == "xxx");
+  auto json_body = worker_error(400, "{\"message\":\"" + text + "\"}", "w");
+  CHECK(json_body.message.find('\xE2') == std::string::npos);
+}
