@@ -11,7 +11,8 @@ let fleet;
 let client;
 
 before(async () => {
-  fleet = await startFleet();
+  // Two workers: stored responses must be found on the worker that created them.
+  fleet = await startFleet({ workers: 2 });
   client = new OpenAI({ baseURL: `${fleet.url}/v1`, apiKey: gatewayKey, maxRetries: 0 });
 });
 
