@@ -7,6 +7,7 @@
 #include "actors/ask.hpp"
 #include "actors/endpoints/endpoints.hpp"
 #include "actors/errors.hpp"
+#include "actors/metrics_endpoint.hpp"
 #include "transport/http_server.hpp"
 
 namespace troupe::actors {
@@ -66,6 +67,7 @@ struct gateway::impl {
   services_ptr svc;
   std::unique_ptr<transport::http_server> server;
   std::unique_ptr<boost::asio::steady_timer> drain_timer;
+  std::unique_ptr<transport::http_server> metrics_server; ///< `GET /metrics`.
 
   impl(caf::actor_system& s, boost::asio::io_context& io, gateway_config c)
       : sys(s), ioc(io), cfg(std::move(c)) {}
@@ -90,15 +92,38 @@ void gateway::start() {
   auto prefill = make_policy(d.sys, policy_or(cfg.prefill_policy), protocol::worker_type::prefill);
   auto decode = make_policy(d.sys, policy_or(cfg.decode_policy), protocol::worker_type::decode);
   auto view = std::make_shared<fleet_view>();
-  auto registry = make_registry(d.sys, d.ioc, view, {regular, prefill, decode}, cfg.worker);
-  d.svc = std::make_shared<const gateway_services>(gateway_services{
-      d.sys, d.ioc, cfg, view, registry, regular, prefill, decode,
-      std::make_shared<request_tracker>(), std::make_shared<response_affinity>()});
+  auto stats = std::make_shared<metrics>(view);
+  stats->set_cluster_members(1, 0, 0); // this node, until the cluster lands
+  auto inspector = make_inspector(d.sys, {}, stats);
+  auto registry =
+      make_registry(d.sys, d.ioc, view, {regular, prefill, decode}, cfg.worker, inspector);
+  register_with(inspector, "registry", "registry", registry);
+  register_with(inspector, "policy", "policy:regular", regular);
+  register_with(inspector, "policy", "policy:prefill", prefill);
+  register_with(inspector, "policy", "policy:decode", decode);
+  gateway_services svc{d.sys, d.ioc, cfg, view, registry, regular, prefill, decode,
+                       std::make_shared<request_tracker>(), std::make_shared<response_affinity>()};
+  svc.metrics = stats;
+  svc.inspector = inspector;
+  d.svc = std::make_shared<const gateway_services>(std::move(svc));
+  if (cfg.prometheus_port != 0) {
+    transport::server_options mopts;
+    mopts.host = cfg.prometheus_host;
+    mopts.port = cfg.prometheus_port;
+    mopts.body_limit = 64 * 1024; // scrapes have no body
+    d.metrics_server =
+        std::make_unique<transport::http_server>(d.ioc, mopts, make_metrics_handler(stats));
+    if (auto ec = d.metrics_server->start()) {
+      throw std::runtime_error("cannot serve metrics on " + cfg.prometheus_host + ":" +
+                               std::to_string(cfg.prometheus_port) + ": " + ec.message());
+    }
+  }
 
   auto routes = std::make_shared<route_table>();
   add_data_plane_routes(*routes);
   add_info_routes(*routes);
   add_worker_routes(*routes);
+  add_admin_routes(*routes);
 
   transport::server_options opts;
   opts.host = cfg.host;
@@ -120,6 +145,10 @@ void gateway::start() {
   }
   spdlog::info("troupe listening on http://{}:{} (policy {}, {} worker(s) configured)", cfg.host,
                d.server->port(), cfg.policy, workers.size());
+  if (d.metrics_server) {
+    spdlog::info("metrics on http://{}:{}/metrics", cfg.prometheus_host,
+                 d.metrics_server->port());
+  }
 }
 
 void gateway::shutdown(std::function<void()> done) {
@@ -136,6 +165,11 @@ void gateway::shutdown(std::function<void()> done) {
       caf::anon_send_exit(d.svc->regular_policy, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(d.svc->prefill_policy, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(d.svc->decode_policy, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(d.svc->inspector, caf::exit_reason::user_shutdown);
+    }
+    // Scrapes stay possible while requests drain: the drain is worth watching.
+    if (d.metrics_server) {
+      d.metrics_server->stop();
     }
     done();
   };

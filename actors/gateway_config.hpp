@@ -53,6 +53,7 @@ struct gateway_config {
 
   // -- security --
   std::string api_key; ///< Data plane and worker management need it as a Bearer token.
+  std::string admin_api_key; ///< `/admin/*` needs it; empty: `api_key` guards them too.
 
   // -- observability --
   std::string prometheus_host = "127.0.0.1";

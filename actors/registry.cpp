@@ -18,6 +18,7 @@ struct registry_state {
   std::shared_ptr<fleet_view> view;
   std::vector<fleet_listener> listeners;
   worker_proxy_config cfg;
+  inspector_actor inspector;
   std::vector<std::shared_ptr<worker_entry>> workers; ///< Registration order.
   std::uint64_t version = 0;
   std::mt19937_64 rng{std::random_device{}()};
@@ -73,8 +74,9 @@ nlohmann::json inspect_state(self_ptr self) {
 registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* ioc,
                                        std::shared_ptr<fleet_view> view,
                                        std::vector<fleet_listener> listeners,
-                                       worker_proxy_config cfg) {
+                                       worker_proxy_config cfg, inspector_actor inspector) {
   auto& st = self->state;
+  st.inspector = std::move(inspector);
   st.ioc = ioc;
   st.view = std::move(view);
   st.listeners = std::move(listeners);
@@ -108,6 +110,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
                                          st.cfg);
         spdlog::info("registered worker {} {} ({})", entry->id, entry->spec.url,
                      to_string(entry->spec.type));
+        register_with(st.inspector, "worker_proxy", "worker_proxy:" + entry->id, entry->proxy);
         st.workers.push_back(entry);
         publish(self);
         return entry->id;
@@ -120,6 +123,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
           return false;
         }
         self->send((*it)->proxy, drain_atom_v);
+        deregister_from(st.inspector, (*it)->proxy);
         spdlog::info("removed worker {} {}", id, (*it)->spec.url);
         st.workers.erase(it);
         publish(self);
@@ -151,8 +155,10 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
 
 registry_actor make_registry(caf::actor_system& sys, boost::asio::io_context& ioc,
                              std::shared_ptr<fleet_view> view,
-                             std::vector<fleet_listener> listeners, worker_proxy_config cfg) {
-  return sys.spawn(registry, &ioc, std::move(view), std::move(listeners), std::move(cfg));
+                             std::vector<fleet_listener> listeners, worker_proxy_config cfg,
+                             inspector_actor inspector) {
+  return sys.spawn(registry, &ioc, std::move(view), std::move(listeners), std::move(cfg),
+                   std::move(inspector));
 }
 
 } // namespace troupe::actors

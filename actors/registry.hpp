@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/fleet.hpp"
+#include "actors/inspector.hpp"
 #include "actors/worker_proxy.hpp"
 
 namespace troupe::actors {
@@ -32,9 +33,11 @@ using registry_actor = caf::typed_actor<
     /// The registry's state as JSON, for the admin endpoint.
     caf::replies_to<inspect_atom>::with<std::string>>;
 
-/// Spawns the registry. Snapshots go to `view` and to `listeners`.
+/// Spawns the registry. Snapshots go to `view` and to `listeners`; the proxies it spawns are
+/// registered with `inspector` (when valid) and deregistered when their worker is removed.
 registry_actor make_registry(caf::actor_system& sys, boost::asio::io_context& ioc,
                              std::shared_ptr<fleet_view> view,
-                             std::vector<fleet_listener> listeners, worker_proxy_config cfg);
+                             std::vector<fleet_listener> listeners, worker_proxy_config cfg,
+                             inspector_actor inspector = {});
 
 } // namespace troupe::actors

@@ -16,6 +16,31 @@ using transport::exchange_status;
 
 void select_worker(request_self self);
 
+/// Why a finished request failed, as `troupe_router_request_errors_total{error_type}` and the
+/// log line name it; empty when it did not.
+std::string_view error_type(const request_state& st) {
+  if (st.cancelled) {
+    return protocol::to_string(protocol::error_code::client_closed);
+  }
+  if (st.error) {
+    return protocol::to_string(*st.error);
+  }
+  // A worker's own server error, relayed as it answered it.
+  return st.status >= 500 ? "upstream_status" : "";
+}
+
+/// The model label of a request's metrics: its model when the fleet serves it, `none` when it
+/// names none, `unknown` otherwise (a client's made-up names never become series).
+std::string_view model_label(const request_state& st) {
+  if (!st.facts.model || st.facts.model->empty()) {
+    return "none";
+  }
+  if (!st.worker_ids.empty() || st.svc->fleet->get()->service_of(*st.facts.model).known) {
+    return *st.facts.model;
+  }
+  return "unknown";
+}
+
 /// Responses API objects live on the worker that created them: the worker storing the response
 /// a request names (`/v1/responses/{id}...` or `previous_response_id`), if known.
 std::string stateful_worker(request_self self) {
@@ -82,6 +107,7 @@ void on_outcome(request_self self, exchange_result& r) {
   }
   st.sink->fail(err);
   st.status = protocol::http_status(err.code);
+  st.error = err.code;
   finish_request(self);
 }
 
@@ -100,6 +126,9 @@ void dispatch(request_self self, worker_entry_ptr worker) {
   st.sink = std::make_shared<relay_sink>(
       st.in->reply, st.in->request_id, st.format, st.svc->cfg.max_response_size,
       st.svc->cfg.max_error_response_size, response_hook(self, *st.worker));
+  st.sink->on_stream_start([tracker = st.svc->tracker, id = st.in->request_id] {
+    tracker->update(id, request_phase::streaming);
+  });
   dispatch_order order{next_order_id(), make_upstream_call(self, *st.worker, std::move(body)),
                        st.sink};
   st.order_id = order.id;
@@ -226,6 +255,7 @@ void fail_request(request_self self, const protocol::api_error& err) {
     return;
   }
   st.status = protocol::http_status(err.code);
+  st.error = err.code;
   if (st.sink) {
     st.sink->fail(err);
   } else {
@@ -243,11 +273,23 @@ void finish_request(request_self self) {
   st.finished = true;
   auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - st.in->received);
-  spdlog::info("[{}] {} {} model={} worker={} status={} duration_ms={:.3f} ttft_ms={:.3f}{}",
+  auto error = error_type(st);
+  spdlog::info("[{}] {} {} model={} worker={} status={} duration_ms={:.3f} ttft_ms={:.3f}{}{}",
                st.in->request_id, st.in->req.method_string(), st.in->req.target(),
                st.facts.model.value_or("-"), st.worker_ids.empty() ? "-" : st.worker_ids,
                st.status, elapsed.count() / 1000.0, st.ttft.count() / 1000.0,
-               st.cancelled ? " client_closed" : "");
+               error.empty() ? "" : " error=", error);
+  if (auto& m = st.svc->metrics) {
+    request_outcome out;
+    out.endpoint = protocol::info(st.in->op).name;
+    out.model = model_label(st);
+    out.streaming = st.facts.stream;
+    out.error_type = error;
+    if (st.facts.stream && error.empty() && st.ttft.count() > 0) {
+      out.ttft = st.ttft;
+    }
+    m->on_request_end(out);
+  }
   st.svc->tracker->end(st.in->request_id);
   self->quit();
 }

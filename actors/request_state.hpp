@@ -36,8 +36,11 @@ struct request_state {
   // -- prefill/decode dispatch (pd_request.cpp) --
   std::shared_ptr<struct pd_join> pd; ///< Set while the request is served by a pair.
 
-  // -- outcome, for the log line --
+  // -- outcome, for the log line and the metrics --
   unsigned status = 0;
+  /// Set when the gateway answered with an error of its own (`fail_request` sets it; a path
+  /// that answers errors another way sets it too, or the error counts as `upstream_status`).
+  std::optional<protocol::error_code> error;
   std::chrono::microseconds ttft{0};
   std::string worker_ids; ///< Comma-separated.
 

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "actors/metered_reply.hpp"
 #include "actors/relay_sink.hpp"
 
 namespace troupe::actors {
@@ -32,9 +33,9 @@ bool is_param(const std::string& segment) {
   return segment.size() > 2 && segment.front() == '{' && segment.back() == '}';
 }
 
-/// True when the request carries `key` as a Bearer token (or as `x-api-key`, as Anthropic
-/// clients send it).
-bool authorized(const transport::request& req, const std::string& key) {
+} // namespace
+
+bool carries_key(const transport::request& req, const std::string& key) {
   if (auto it = req.find(http::field::authorization); it != req.end()) {
     std::string_view v = it->value();
     constexpr std::string_view bearer = "Bearer ";
@@ -48,8 +49,6 @@ bool authorized(const transport::request& req, const std::string& key) {
   }
   return false;
 }
-
-} // namespace
 
 void http_context::json(unsigned status, std::string body) const {
   auto res = make_json_response(status, std::move(body), request_id);
@@ -65,7 +64,9 @@ void http_context::error(protocol::error_code code, std::string message,
 
 void route_table::add(http::verb method, std::string pattern, endpoint_handler handler,
                       protocol::api_format format, bool public_route) {
-  routes_.push_back({method, split_path(pattern), std::move(handler), format, public_route});
+  auto segments = split_path(pattern);
+  routes_.push_back(
+      {method, std::move(pattern), std::move(segments), std::move(handler), format, public_route});
 }
 
 route_table::match route_table::find(http::verb method, std::string_view path) const {
@@ -90,12 +91,14 @@ route_table::match route_table::find(http::verb method, std::string_view path) c
     if (!m.path_known) {
       m.format = r.format;
       m.public_route = r.public_route;
+      m.pattern = &r.pattern;
     }
     m.path_known = true;
     if (r.method == method) {
       m.handler = &r.handler;
       m.format = r.format;
       m.public_route = r.public_route;
+      m.pattern = &r.pattern;
       m.params = std::move(params);
       return m;
     }
@@ -131,6 +134,12 @@ transport::request_handler make_front(services_ptr svc, std::shared_ptr<const ro
     auto path = target.substr(0, target.find('?'));
     auto m = routes->find(req.method(), path);
     ctx.format = m.format;
+    if (svc->metrics) {
+      // Unmatched paths share one label: clients cannot grow the scrape with made-up paths.
+      std::string_view label = m.pattern ? std::string_view{*m.pattern} : "unmatched";
+      reply = make_metered_reply(std::move(reply), svc->metrics, http::to_string(req.method()),
+                                 label, ctx.received);
+    }
     ctx.reply = std::move(reply);
     ctx.svc = svc;
     if (status == transport::inbound_status::payload_too_large) {
@@ -145,7 +154,7 @@ transport::request_handler make_front(services_ptr svc, std::shared_ptr<const ro
                        "no route for " + std::string(ctx.req.method_string()) + " " +
                            std::string(path));
     }
-    if (!m.public_route && !svc->cfg.api_key.empty() && !authorized(ctx.req, svc->cfg.api_key)) {
+    if (!m.public_route && !svc->cfg.api_key.empty() && !carries_key(ctx.req, svc->cfg.api_key)) {
       return ctx.error(protocol::error_code::unauthorized,
                        "missing or invalid API key (send Authorization: Bearer <key>)");
     }

@@ -42,6 +42,7 @@ public:
     const endpoint_handler* handler = nullptr; ///< Null: no route for this method.
     protocol::api_format format = protocol::api_format::openai;
     bool public_route = false;         ///< Served without the API key.
+    const std::string* pattern = nullptr; ///< The matched route's pattern (a metric label).
     bool path_known = false;           ///< Some method matches the path (else 404).
     std::string allowed;               ///< Methods the path accepts, for 405's `Allow`.
     std::vector<std::string> params;
@@ -57,6 +58,7 @@ public:
 private:
   struct route {
     transport::http::verb method;
+    std::string pattern;
     std::vector<std::string> segments;
     endpoint_handler handler;
     protocol::api_format format;
@@ -68,6 +70,10 @@ private:
 /// The transport handler of a node: request id, payload limit, authentication, route lookup
 /// (404/405), then the route's handler.
 transport::request_handler make_front(services_ptr svc, std::shared_ptr<const route_table> routes);
+
+/// True when `req` carries `key` as a Bearer token (or as `x-api-key`, as Anthropic clients
+/// send it).
+bool carries_key(const transport::request& req, const std::string& key);
 
 /// A fresh request id (32 hex digits).
 std::string new_request_id();

@@ -6,6 +6,8 @@
 
 #include "actors/fleet.hpp"
 #include "actors/gateway_config.hpp"
+#include "actors/inspector.hpp"
+#include "actors/metrics.hpp"
 #include "actors/policy.hpp"
 #include "actors/registry.hpp"
 #include "actors/request_tracker.hpp"
@@ -29,6 +31,10 @@ struct gateway_services {
   std::shared_ptr<response_affinity> responses; ///< Which worker stores which response.
   /// Bootstrap rooms of prefill/decode requests.
   std::shared_ptr<protocol::room_source> rooms = std::make_shared<protocol::room_source>();
+
+  // -- observability --
+  std::shared_ptr<troupe::actors::metrics> metrics{}; ///< This node's metrics (null: none).
+  inspector_actor inspector{}; ///< Reads the long-lived actors' state for `/admin`.
 };
 
 using services_ptr = std::shared_ptr<const gateway_services>;

@@ -32,6 +32,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_ATOM(troupe, troupe, inspect_atom, "inspect")
   CAF_ADD_ATOM(troupe, troupe, publish_atom, "publish")
   CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
+  CAF_ADD_ATOM(troupe, troupe, list_atom, "list")
+  CAF_ADD_ATOM(troupe, troupe, refresh_atom, "refresh")
 
   // -- network types --
 

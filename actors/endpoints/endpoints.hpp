@@ -13,4 +13,8 @@ void add_info_routes(route_table& routes);
 /// Worker management: `POST/GET /workers`, `GET/DELETE /workers/{id}`.
 void add_worker_routes(route_table& routes);
 
+/// Admin: `GET /admin` (the page), `/admin/actors[/{id}]`, `/admin/requests`, `/admin/cluster`,
+/// `/admin/workers`; they need `--admin-api-key` (else `--api-key`) when one is set.
+void add_admin_routes(route_table& routes);
+
 } // namespace troupe::actors

@@ -115,6 +115,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   // -- security --
   app.add_option("--api-key", cfg.api_key,
                  "Require 'Authorization: Bearer KEY' on the data plane and worker management");
+  app.add_option("--admin-api-key", cfg.admin_api_key,
+                 "Require 'Authorization: Bearer KEY' on /admin/* (default: --api-key)");
 
   // -- health and circuit breaker --
   auto& w = cfg.worker;

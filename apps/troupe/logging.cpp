@@ -1,5 +1,7 @@
 #include "apps/troupe/logging.hpp"
 
+#include "apps/troupe/json_log_formatter.hpp"
+
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -8,9 +10,8 @@ namespace troupe::apps {
 void setup_logging(const std::string& level, bool json) {
   auto logger = spdlog::stdout_logger_mt("troupe");
   if (json) {
-    // Message text is escaped by the callers' formatting; keep fields flat and greppable.
-    logger->set_pattern(
-        R"({"time":"%Y-%m-%dT%H:%M:%S.%f%z","level":"%l","thread":%t,"message":"%v"})");
+    // A formatter, not a pattern: a pattern cannot escape the message.
+    logger->set_formatter(std::make_unique<json_log_formatter>());
   } else {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   }

@@ -1,0 +1,100 @@
+#pragma once
+
+#include "protocol/worker.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prometheus {
+class Collectable;
+} // namespace prometheus
+
+namespace troupe::actors {
+
+class fleet_view;
+
+/// How one data-plane request ended, as the router metrics count it.
+struct request_outcome {
+  std::string_view endpoint;   ///< Operation name, e.g. `chat_completions`.
+  std::string_view model;      ///< Model label: the model, `none` (not given) or `unknown`.
+  bool streaming = false;      ///< The client asked for a stream.
+  std::string_view error_type; ///< Why it failed (`bad_gateway`, ...); empty on success.
+  std::optional<std::chrono::microseconds> ttft; ///< Time to the first byte of a stream.
+};
+
+/// Every Prometheus metric of a node, declared in one place (metrics.cpp), with one narrow
+/// method per event. Safe from any thread. Counting costs an atomic add and a shared-lock
+/// lookup of the cached label child: no allocation once a label set has been seen. Label sets
+/// per family are capped (extra ones count under `other`), so client-chosen values such as
+/// model names cannot grow the scrape without bound.
+class metrics {
+public:
+  /// Metrics of a node whose worker gauges are read from `fleet` at scrape time (none when
+  /// `fleet` is null).
+  explicit metrics(std::shared_ptr<const fleet_view> fleet = nullptr);
+  ~metrics();
+
+  metrics(const metrics&) = delete;
+  metrics& operator=(const metrics&) = delete;
+
+  // -- HTTP (every response of the API port) --
+
+  /// A response ended: `troupe_http_requests_total{method,path,status_code}` and
+  /// `troupe_http_request_duration_seconds{method,path}`. `path` is the route pattern.
+  void on_http_response(std::string_view method, std::string_view path, unsigned status,
+                        std::chrono::steady_clock::duration elapsed);
+
+  // -- router (data-plane requests) --
+
+  /// A request actor finished: `troupe_router_requests_total{model,endpoint,streaming}`, and
+  /// `troupe_router_request_errors_total{error_type}` / `troupe_router_ttft_seconds{model}`
+  /// when they apply.
+  void on_request_end(const request_outcome& r);
+
+  // -- prefill/decode --
+
+  /// A request is served by a prefill/decode pair: `troupe_pd_requests_total`.
+  void on_pd_request();
+
+  /// One leg of a pair failed: `troupe_pd_leg_failures_total{leg}` (`prefill` or `decode`).
+  void on_pd_leg_failure(protocol::worker_type leg);
+
+  // -- cluster --
+
+  /// The members this node knows, by state: `troupe_cluster_members{state}`.
+  void set_cluster_members(std::size_t up, std::size_t suspect, std::size_t down);
+
+  /// How long a registry change took to reach this node: `troupe_cluster_propagation_seconds`.
+  void on_cluster_propagation(std::chrono::duration<double> delay);
+
+  // -- actors --
+
+  /// The mailbox of a long-lived actor, as its last inspection saw it:
+  /// `troupe_actor_mailbox_size{actor}`.
+  void set_mailbox_size(const std::string& actor, std::size_t size);
+
+  /// Drops the mailbox gauge of an actor that is gone.
+  void forget_actor(const std::string& actor);
+
+  // -- exposition --
+
+  /// What a Prometheus exposer serves: the registry of the families above, and the worker
+  /// gauges (`troupe_worker_requests_active`, `troupe_worker_health`, `troupe_worker_cb_state`,
+  /// by `worker` url) computed from the fleet snapshot at scrape time.
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables() const;
+
+  /// The text exposition of every metric, as `GET /metrics` serves it.
+  std::string scrape() const;
+
+  struct impl;
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace troupe::actors

@@ -1,0 +1,279 @@
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "actors/inspector.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace troupe;
+using namespace troupe::actors;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A deterministic actor system: nothing runs until the test says so, time moves only when
+/// the test moves it.
+struct fixture {
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  std::vector<caf::actor> spawned;
+
+  fixture()
+      : sys(init(cfg)), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
+    sched.clock().current_time += std::chrono::hours(1);
+  }
+
+  ~fixture() {
+    for (auto& a : spawned) {
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    }
+    sched.run();
+    sched.clock().cancel_all();
+    sched.run();
+    sys.await_actors_before_shutdown(false);
+  }
+
+  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    cfg.add_message_types<caf::id_block::troupe>();
+    return cfg;
+  }
+
+  template <class Handle> Handle keep(Handle h) {
+    spawned.push_back(caf::actor_cast<caf::actor>(h));
+    return h;
+  }
+
+  /// An actor answering inspections with a fixed state, or never (`stuck`); counts the asks.
+  inspectable_actor fake(std::string name, std::shared_ptr<int> asked, bool stuck = false) {
+    return keep(sys.spawn([=](inspectable_actor::pointer self) -> inspectable_actor::behavior_type {
+      auto held = std::make_shared<std::vector<caf::typed_response_promise<std::string>>>();
+      return {
+          [=](inspect_atom) -> caf::result<std::string> {
+            ++*asked;
+            if (stuck) {
+              held->push_back(self->make_response_promise<std::string>());
+              return held->back();
+            }
+            return json{{"kind", "fake"},      {"name", name}, {"id", self->id()},
+                        {"mailbox_size", 3},   {"answer", 42}, {"models", {"a", "b"}},
+                        {"nested", {{"x", 1}}}}
+                .dump();
+          },
+      };
+    }));
+  }
+
+  inspector_actor inspector(inspector_config c, std::shared_ptr<metrics> m = nullptr) {
+    return keep(make_inspector(sys, c, std::move(m)));
+  }
+
+  /// Asks `dest` and returns where the answer (or "error:<code>") will be.
+  template <class... Ts>
+  std::shared_ptr<std::optional<std::string>> ask_later(const inspector_actor& dest, Ts... xs) {
+    auto out = std::make_shared<std::optional<std::string>>();
+    ask(
+        sys, dest, [out](const std::string& s) { *out = s; },
+        [out](const caf::error& e) {
+          *out = "error:" + std::string(protocol::to_string(to_api_error(e).code));
+        },
+        xs...);
+    return out;
+  }
+};
+
+inspector_config quick(std::size_t max_outstanding = 16) {
+  inspector_config c;
+  c.timeout = 1000ms;
+  c.max_outstanding = max_outstanding;
+  c.refresh_interval = 0ms;
+  return c;
+}
+
+json by_name(const json& listing, const std::string& name) {
+  for (auto& e : listing) {
+    if (e["name"] == name) {
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a listing shows every registered actor with a scalar summary") {
+  auto asked = std::make_shared<int>(0);
+  auto insp = inspector(quick());
+  auto a = fake("fake-a", asked);
+  auto b = fake("fake-b", asked);
+  register_with(insp, "fake", "fake-a", a);
+  register_with(insp, "fake", "fake-b", b);
+  sched.run();
+
+  auto out = ask_later(insp, list_atom_v);
+  sched.run();
+  REQUIRE(out->has_value());
+  auto listing = json::parse(**out);
+  REQUIRE(listing.size() == 3); // the inspector itself, then the two
+  CHECK(listing[0]["kind"] == "inspector");
+  auto ea = by_name(listing, "fake-a");
+  REQUIRE(ea.is_object());
+  CHECK(ea["id"] == a->id());
+  CHECK(ea["kind"] == "fake");
+  CHECK(ea["status"] == "ok");
+  CHECK(ea["mailbox_size"] == 3);
+  CHECK(ea["summary"] == json{{"answer", 42}}); // arrays and objects stay in the full state
+  CHECK(*asked == 2);
+}
+
+TEST_CASE_METHOD(fixture, "one actor's full state keeps its structured fields") {
+  auto asked = std::make_shared<int>(0);
+  auto insp = inspector(quick());
+  auto a = fake("fake-a", asked);
+  register_with(insp, "fake", "fake-a", a);
+  sched.run();
+
+  auto out = ask_later(insp, inspect_atom_v, a->id());
+  sched.run();
+  REQUIRE(out->has_value());
+  auto detail = json::parse(**out);
+  CHECK(detail["status"] == "ok");
+  CHECK(detail["name"] == "fake-a");
+  CHECK(detail["state"]["models"] == json{"a", "b"});
+  CHECK(detail["state"]["nested"]["x"] == 1);
+
+  auto missing = ask_later(insp, inspect_atom_v, caf::actor_id{999999});
+  sched.run();
+  CHECK(**missing == "error:not_found");
+
+  auto own = ask_later(insp, inspect_atom_v, insp->id());
+  sched.run();
+  CHECK(json::parse(**own)["state"]["registered"] == 1);
+}
+
+TEST_CASE_METHOD(fixture, "a stuck actor times out without holding the others back") {
+  auto asked = std::make_shared<int>(0);
+  auto stuck_asked = std::make_shared<int>(0);
+  auto insp = inspector(quick());
+  auto good = fake("good", asked);
+  auto stuck = fake("stuck", stuck_asked, true);
+  register_with(insp, "fake", "good", good);
+  register_with(insp, "fake", "stuck", stuck);
+  sched.run();
+
+  auto out = ask_later(insp, list_atom_v);
+  sched.run();
+  CHECK_FALSE(out->has_value()); // waiting for the stuck one, nothing else
+  CHECK(*asked == 1);
+  CHECK(*stuck_asked == 1);
+
+  sched.clock().advance_time(1000ms);
+  sched.run();
+  REQUIRE(out->has_value());
+  auto listing = json::parse(**out);
+  CHECK(by_name(listing, "good")["status"] == "ok");
+  auto s = by_name(listing, "stuck");
+  CHECK(s["status"] == "timeout");
+  CHECK(s["mailbox_size"].is_null());
+  CHECK(s["error"] == "no answer within 1000 ms");
+}
+
+TEST_CASE_METHOD(fixture, "asks for the same actor are merged: a stuck actor gets one message") {
+  auto stuck_asked = std::make_shared<int>(0);
+  auto insp = inspector(quick());
+  auto stuck = fake("stuck", stuck_asked, true);
+  register_with(insp, "fake", "stuck", stuck);
+  sched.run();
+
+  auto first = ask_later(insp, list_atom_v);
+  auto second = ask_later(insp, list_atom_v);
+  auto third = ask_later(insp, inspect_atom_v, stuck->id());
+  sched.run();
+  CHECK(*stuck_asked == 1);
+
+  sched.clock().advance_time(1000ms);
+  sched.run();
+  REQUIRE(first->has_value());
+  REQUIRE(second->has_value());
+  REQUIRE(third->has_value());
+  CHECK(by_name(json::parse(**second), "stuck")["status"] == "timeout");
+  CHECK(json::parse(**third)["status"] == "timeout");
+}
+
+TEST_CASE_METHOD(fixture, "no more than max_outstanding inspections run at once") {
+  auto asked = std::make_shared<int>(0);
+  auto insp = inspector(quick(2));
+  for (int i = 0; i < 5; ++i) {
+    auto name = "stuck-" + std::to_string(i);
+    register_with(insp, "fake", name, fake(name, asked, true));
+  }
+  sched.run();
+
+  auto out = ask_later(insp, list_atom_v);
+  sched.run();
+  CHECK(*asked == 2);
+  sched.clock().advance_time(1000ms);
+  sched.run();
+  CHECK(*asked == 4);
+  sched.clock().advance_time(1000ms);
+  sched.run();
+  CHECK(*asked == 5);
+  CHECK_FALSE(out->has_value());
+  sched.clock().advance_time(1000ms);
+  sched.run();
+  REQUIRE(out->has_value());
+  CHECK(json::parse(**out).size() == 6);
+}
+
+TEST_CASE_METHOD(fixture, "terminated and deregistered actors leave the listing and the gauges") {
+  auto asked = std::make_shared<int>(0);
+  auto m = std::make_shared<metrics>();
+  auto insp = inspector(quick(), m);
+  auto a = fake("fake-a", asked);
+  auto b = fake("fake-b", asked);
+  register_with(insp, "fake", "fake-a", a);
+  register_with(insp, "fake", "fake-b", b);
+  sched.run();
+  auto out = ask_later(insp, list_atom_v);
+  sched.run();
+  auto text = m->scrape();
+  CHECK(text.find("troupe_actor_mailbox_size{actor=\"fake-a\"} 3") != std::string::npos);
+  CHECK(text.find("troupe_actor_mailbox_size{actor=\"fake-b\"} 3") != std::string::npos);
+
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  deregister_from(insp, b);
+  sched.run();
+  auto after = ask_later(insp, list_atom_v);
+  sched.run();
+  REQUIRE(after->has_value());
+  CHECK(json::parse(**after).size() == 1);
+  text = m->scrape();
+  CHECK(text.find("actor=\"fake-a\"") == std::string::npos);
+  CHECK(text.find("actor=\"fake-b\"") == std::string::npos);
+}
+
+TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval") {
+  auto asked = std::make_shared<int>(0);
+  auto m = std::make_shared<metrics>();
+  auto c = quick();
+  c.refresh_interval = 5000ms;
+  auto insp = inspector(c, m);
+  register_with(insp, "fake", "fake-a", fake("fake-a", asked));
+  sched.run();
+  CHECK(*asked == 0);
+  CHECK(m->scrape().find("actor=\"fake-a\"") == std::string::npos);
+
+  sched.clock().advance_time(5000ms);
+  sched.run();
+  CHECK(*asked == 1);
+  CHECK(m->scrape().find("troupe_actor_mailbox_size{actor=\"fake-a\"} 3") != std::string::npos);
+  sched.clock().advance_time(5000ms);
+  sched.run();
+  CHECK(*asked == 2);
+}
