@@ -10,10 +10,19 @@ namespace {
 
 constexpr auto category = caf::atom("troupe");
 
+// CAF 0.17 treats code 0 as "no error": our codes travel shifted by one.
+std::uint8_t to_code(protocol::error_code c) {
+  return static_cast<std::uint8_t>(static_cast<int>(c) + 1);
+}
+
+protocol::error_code from_code(std::uint8_t c) {
+  return static_cast<protocol::error_code>(c - 1);
+}
+
 } // namespace
 
 caf::error to_caf_error(const protocol::api_error& err) {
-  return caf::error{static_cast<std::uint8_t>(err.code), category,
+  return caf::error{to_code(err.code), category,
                     caf::make_message(err.message, err.param)};
 }
 
@@ -24,7 +33,7 @@ caf::error make_caf_error(protocol::error_code code, std::string message) {
 protocol::api_error to_api_error(const caf::error& err) {
   if (err.category() == category) {
     protocol::api_error out;
-    out.code = static_cast<protocol::error_code>(err.code());
+    out.code = from_code(err.code());
     auto& ctx = err.context();
     if (ctx.match_elements<std::string, std::string>()) {
       out.message = ctx.get_as<std::string>(0);
@@ -43,7 +52,7 @@ protocol::api_error to_api_error(const caf::error& err) {
 }
 
 std::string render_caf_error(std::uint8_t code, caf::atom_value, const caf::message& context) {
-  std::string out{protocol::to_string(static_cast<protocol::error_code>(code))};
+  std::string out{protocol::to_string(from_code(code))};
   if (context.match_elements<std::string, std::string>()) {
     out += ": " + context.get_as<std::string>(0);
   }

@@ -138,7 +138,7 @@ void gateway::start() {
     auto url = spec.url;
     ask(
         d.sys, registry, [](const std::string&) {},
-        [url](const caf::error& e) {
+        [url](caf::error& e) {
           spdlog::error("cannot register worker {}: {}", url, to_api_error(e).message);
         },
         add_atom_v, std::move(spec));

@@ -33,7 +33,7 @@ void add_worker(http_context& ctx) {
         res.set(transport::http::field::location, "/workers/" + id);
         ctx.reply->respond(std::move(res));
       },
-      [ctx](const caf::error& e) {
+      [ctx](caf::error& e) {
         auto err = to_api_error(e);
         ctx.error(err.code, err.message, err.param);
       },
@@ -70,7 +70,7 @@ void remove_worker(http_context& ctx) {
         }
         ctx.json(200, json{{"id", id}, {"status", "removed"}}.dump());
       },
-      [ctx](const caf::error& e) {
+      [ctx](caf::error& e) {
         auto err = to_api_error(e);
         ctx.error(err.code, err.message, err.param);
       },

@@ -1,0 +1,26 @@
+#include "actors/errors.hpp"
+
+#include <caf/sec.hpp>
+#include <catch2/catch.hpp>
+
+using namespace troupe;
+using namespace troupe::actors;
+
+TEST_CASE("every api error survives the trip through caf::error") {
+  for (int i = 0; i <= static_cast<int>(protocol::error_code::gateway_timeout); ++i) {
+    auto code = static_cast<protocol::error_code>(i);
+    auto e = to_caf_error({code, "message " + std::to_string(i), "param"});
+    REQUIRE(e); // code 0 must not collapse into "no error"
+    auto back = to_api_error(e);
+    CHECK(back.code == code);
+    CHECK(back.message == "message " + std::to_string(i));
+    CHECK(back.param == "param");
+  }
+}
+
+TEST_CASE("CAF's own errors become internal or gateway errors") {
+  CHECK(to_api_error(caf::make_error(caf::sec::request_receiver_down)).code ==
+        protocol::error_code::bad_gateway);
+  CHECK(to_api_error(caf::make_error(caf::sec::unexpected_message)).code ==
+        protocol::error_code::internal_error);
+}

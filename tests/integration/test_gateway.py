@@ -1,0 +1,391 @@
+"""The foundation, end to end: real troupe and troupe-sim processes on loopback.
+
+Every data-plane endpoint non-streaming and streaming (what the client got and what the
+simulator received), information endpoints, policies, workers added and removed at run time,
+bad inputs, client disconnects and workers dying mid-stream.
+"""
+
+import json
+import socket
+import threading
+import time
+import unittest
+
+from harness import (Gateway, ProcessTestCase, Sim, Stream, delete, get, post, request,
+                     sse_data, sse_name, wait_until)
+
+MODEL = "sim-model"
+
+# (path, body) of every POST data-plane endpoint.
+ENDPOINTS = [
+    ("/generate", {"text": "Hello there", "sampling_params": {"max_new_tokens": 4}}),
+    ("/v1/chat/completions", {"model": MODEL, "max_tokens": 4,
+                              "messages": [{"role": "user", "content": "Hello there"}]}),
+    ("/v1/completions", {"model": MODEL, "prompt": "Hello there", "max_tokens": 4}),
+    ("/v1/embeddings", {"model": MODEL, "input": "Hello there"}),
+    ("/v1/rerank", {"model": MODEL, "query": "hello", "documents": ["a", "hello b"]}),
+    ("/rerank", {"model": MODEL, "query": "hello", "documents": ["a", "hello b"]}),
+    ("/v1/messages", {"model": MODEL, "max_tokens": 4,
+                      "messages": [{"role": "user", "content": "Hello there"}]}),
+    ("/v1/responses", {"model": MODEL, "input": "Hello there", "max_output_tokens": 4}),
+]
+
+STREAMING = ["/generate", "/v1/chat/completions", "/v1/completions", "/v1/messages",
+             "/v1/responses"]
+
+
+def data_plane_requests(sim):
+    return [r for r in sim.requests() if r["method"] == "POST"]
+
+
+class DataPlaneTest(ProcessTestCase):
+    def setUp(self):
+        super().setUp()
+        self.worker = self.sim()
+        self.gw = self.gateway(workers=[self.worker])
+
+    def test_every_endpoint_non_streaming_reaches_the_worker_unchanged(self):
+        for path, body in ENDPOINTS:
+            with self.subTest(path=path):
+                self.worker.clear()
+                raw = json.dumps(body)
+                r = post(self.gw.url + path, raw, headers={"Content-Type": "application/json",
+                                                          "X-Request-Id": "rid-" + path})
+                self.assertEqual(r.status, 200, r)
+                self.assertIn("application/json", r.headers["content-type"])
+                self.assertEqual(r.headers["x-request-id"], "rid-" + path)
+                r.json()  # a JSON body
+                seen = data_plane_requests(self.worker)
+                self.assertEqual(len(seen), 1)
+                self.assertEqual(seen[0]["path"], path)
+                self.assertEqual(seen[0]["body"], raw)  # byte for byte
+                self.assertEqual(seen[0]["headers"]["x-request-id"], "rid-" + path)
+
+    def test_every_streaming_endpoint_relays_events(self):
+        for path in STREAMING:
+            body = dict(dict(ENDPOINTS)[path], stream=True)
+            with self.subTest(path=path):
+                s = Stream(self.gw.url + path, body)
+                self.assertEqual(s.status, 200)
+                self.assertIn("text/event-stream", s.headers["content-type"])
+                events = list(s.events())
+                s.close()
+                self.assertGreater(len(events), 2)
+                if path == "/v1/messages":
+                    names = [sse_name(e) for e in events]
+                    self.assertEqual(names[0], "message_start")
+                    self.assertEqual(names[-1], "message_stop")
+                    self.assertIn("content_block_delta", names)
+                elif path == "/v1/responses":
+                    names = [sse_name(e) for e in events]
+                    self.assertEqual(names[0], "response.created")
+                    self.assertIn("response.output_text.delta", names)
+                    self.assertEqual(names[-1], "response.completed")
+                else:
+                    self.assertEqual(sse_data(events[-1]), "[DONE]")
+                    for e in events[:-1]:
+                        json.loads(sse_data(e))
+
+    def test_stream_events_arrive_as_the_worker_produces_them(self):
+        self.worker.configure(itl_ms=150, output_tokens=6)
+        body = dict(dict(ENDPOINTS)["/v1/chat/completions"], stream=True, max_tokens=6)
+        s = Stream(self.gw.url + "/v1/chat/completions", body)
+        arrivals = []
+        for _ in s.events():
+            arrivals.append(time.monotonic())
+        s.close()
+        # Six tokens 150 ms apart: relayed one by one, not buffered to the end.
+        gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+        self.assertGreaterEqual(sum(1 for g in gaps if g > 0.08), 3, gaps)
+
+    def test_information_endpoints(self):
+        models = get(self.gw.url + "/v1/models").json()
+        self.assertEqual(models["object"], "list")
+        self.assertEqual([m["id"] for m in models["data"]], [MODEL])
+        self.assertEqual(get(self.gw.url + f"/v1/models/{MODEL}").json()["id"], MODEL)
+        self.assertEqual(get(self.gw.url + "/v1/models/nope").status, 404)
+        self.assertEqual(get(self.gw.url + "/get_model_info").status, 200)
+        self.assertEqual(get(self.gw.url + "/get_server_info").status, 200)
+        self.assertEqual(get(self.gw.url + "/health_generate").status, 200)
+        for probe in ("/health", "/liveness", "/readiness"):
+            self.assertEqual(get(self.gw.url + probe).status, 200, probe)
+        paths = [r["path"] for r in self.worker.requests()]
+        self.assertIn("/get_model_info", paths)
+        self.assertIn("/health_generate", paths)
+
+    def test_stored_responses_are_served_by_the_engine(self):
+        created = post(self.gw.url + "/v1/responses", {"model": MODEL, "input": "hi"}).json()
+        rid = created["id"]
+        got = get(self.gw.url + f"/v1/responses/{rid}")
+        self.assertEqual(got.status, 200)
+        self.assertEqual(got.json()["id"], rid)
+        items = get(self.gw.url + f"/v1/responses/{rid}/input_items")
+        self.assertEqual(items.status, 200)
+        self.assertEqual(items.json()["object"], "list")
+        self.assertEqual(post(self.gw.url + f"/v1/responses/{rid}/cancel").status in (200, 400), True)
+        self.assertEqual(delete(self.gw.url + f"/v1/responses/{rid}").status, 200)
+        self.assertEqual(get(self.gw.url + f"/v1/responses/{rid}").status, 404)
+
+    def test_a_generated_request_id_is_sent_to_the_worker_and_echoed(self):
+        self.worker.clear()
+        r = post(self.gw.url + "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
+        rid = r.headers["x-request-id"]
+        self.assertRegex(rid, r"^[0-9a-f]{32}$")
+        self.assertEqual(data_plane_requests(self.worker)[0]["headers"]["x-request-id"], rid)
+
+
+class PolicyTest(ProcessTestCase):
+    def fleet(self, policy):
+        sims = [self.sim(), self.sim()]
+        gw = self.gateway("--policy", policy, workers=sims)
+        return sims, gw
+
+    def send(self, gw, n):
+        for _ in range(n):
+            r = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
+            self.assertEqual(r.status, 200, r)
+
+    def test_round_robin_alternates(self):
+        sims, gw = self.fleet("round_robin")
+        self.send(gw, 20)
+        self.assertEqual([len(data_plane_requests(s)) for s in sims], [10, 10])
+
+    def test_random_uses_every_worker(self):
+        sims, gw = self.fleet("random")
+        self.send(gw, 40)
+        counts = [len(data_plane_requests(s)) for s in sims]
+        self.assertEqual(sum(counts), 40)
+        self.assertTrue(all(c >= 5 for c in counts), counts)
+
+    def test_power_of_two_avoids_the_loaded_worker(self):
+        slow, fast = self.sim(), self.sim()
+        slow.configure(stall_ms=4000)
+        gw = self.gateway("--policy", "power_of_two", workers=[slow])
+        # Park requests on the slow worker (the only one yet) until the gateway sees its load.
+        holders = []
+        for _ in range(3):
+            t = threading.Thread(target=lambda: post(gw.url + "/v1/completions",
+                                                     {"model": MODEL, "prompt": "x",
+                                                      "max_tokens": 1}, timeout=10))
+            t.start()
+            holders.append(t)
+        wait_until(lambda: gw.loads()[slow.url] == 3, 5, what="load on the slow worker")
+        wid = post(gw.url + "/workers", {"url": fast.url}).json()["id"]
+        wait_until(lambda: get(gw.url + f"/workers/{wid}").json()["routable"], 10,
+                   what="second worker routable")
+        self.send(gw, 10)
+        self.assertEqual(len(data_plane_requests(fast)), 10)
+        self.assertEqual(len(data_plane_requests(slow)), 3)
+        for t in holders:
+            t.join()
+        wait_until(lambda: gw.loads() == {slow.url: 0, fast.url: 0}, 5, what="loads back to 0")
+
+
+class WorkerManagementTest(ProcessTestCase):
+    def test_add_use_and_remove_a_worker_at_run_time(self):
+        gw = self.gateway()
+        self.assertEqual(get(gw.url + "/readiness").status, 503)
+        self.assertEqual(get(gw.url + "/v1/models").status, 503)
+        sim = self.sim()
+        r = post(gw.url + "/workers", {"url": sim.url})
+        self.assertEqual(r.status, 202, r)
+        wid = r.json()["id"]
+        self.assertEqual(r.headers["location"], f"/workers/{wid}")
+        wait_until(lambda: get(gw.url + f"/workers/{wid}").json()["routable"], 10,
+                   what="worker routable")
+        self.assertEqual(get(gw.url + "/readiness").status, 200)
+        w = get(gw.url + f"/workers/{wid}").json()
+        self.assertEqual(w["url"], sim.url)
+        self.assertEqual(w["models"], [MODEL])
+        self.assertEqual(w["worker_type"], "regular")
+        ok = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
+        self.assertEqual(ok.status, 200)
+
+        dup = post(gw.url + "/workers", {"url": sim.url})
+        self.assertEqual(dup.status, 409)
+        self.assertEqual(dup.json()["error"]["code"], "conflict")
+
+        self.assertEqual(delete(gw.url + f"/workers/{wid}").status, 200)
+        self.assertEqual(get(gw.url + f"/workers/{wid}").status, 404)
+        self.assertEqual(delete(gw.url + f"/workers/{wid}").status, 404)
+        gone = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x"})
+        self.assertEqual(gone.status, 404)  # nobody serves the model any more
+        self.assertEqual(get(gw.url + "/workers").json()["workers"], [])
+
+    def test_bad_worker_specs_are_refused(self):
+        gw = self.gateway()
+        for body, why in [({}, "url"), ({"url": "nope"}, "url"),
+                          ({"url": "http://127.0.0.1:1", "worker_type": "boss"}, "worker_type"),
+                          ({"url": "http://127.0.0.1:1", "bootstrap_port": 5}, "bootstrap_port"),
+                          ({"url": "http://127.0.0.1:1", "colour": "red"}, "colour")]:
+            with self.subTest(body=body):
+                r = post(gw.url + "/workers", body)
+                self.assertEqual(r.status, 400, r)
+                self.assertIn(why, r.json()["error"]["message"])
+        self.assertEqual(post(gw.url + "/workers", "{not json").status, 400)
+        self.assertEqual(get(gw.url + "/workers").json()["workers"], [])
+
+
+class BadInputTest(ProcessTestCase):
+    def setUp(self):
+        super().setUp()
+        self.worker = self.sim()
+        self.gw = self.gateway("--max-payload-size", "4096", "--request-timeout-secs", "2",
+                               workers=[self.worker])
+
+    def assert_still_serving(self):
+        r = post(self.gw.url + "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
+        self.assertEqual(r.status, 200, r)
+
+    def test_malformed_json_is_400_and_no_worker_is_contacted(self):
+        self.worker.clear()
+        for path in ("/v1/chat/completions", "/generate", "/v1/messages"):
+            r = post(self.gw.url + path, "{\"model\": ", headers={"Content-Type": "application/json"})
+            self.assertEqual(r.status, 400, r)
+            if path == "/v1/messages":
+                self.assertEqual(r.json()["type"], "error")
+                self.assertEqual(r.json()["error"]["type"], "invalid_request_error")
+            else:
+                self.assertEqual(r.json()["error"]["type"], "invalid_request_error")
+        self.assertEqual(data_plane_requests(self.worker), [])
+        self.assert_still_serving()
+
+    def test_body_over_the_limit_is_413(self):
+        r = post(self.gw.url + "/v1/chat/completions",
+                 {"model": MODEL, "messages": [{"role": "user", "content": "x" * 8000}]})
+        self.assertEqual(r.status, 413)
+        self.assertEqual(r.json()["error"]["code"], "payload_too_large")
+        self.assert_still_serving()
+
+    def test_unknown_model_is_404_in_each_format(self):
+        r = post(self.gw.url + "/v1/chat/completions", {"model": "nope", "messages": []})
+        self.assertEqual(r.status, 404)
+        self.assertEqual(r.json()["error"]["code"], "model_not_found")
+        a = post(self.gw.url + "/v1/messages",
+                 {"model": "nope", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})
+        self.assertEqual(a.status, 404)
+        self.assertEqual(a.json()["type"], "error")
+        self.assertEqual(a.json()["error"]["type"], "not_found_error")
+        self.assert_still_serving()
+
+    def test_known_model_without_a_healthy_worker_is_503(self):
+        dead = f"http://127.0.0.1:{socket_port_closed()}"
+        r = post(self.gw.url + "/workers", {"url": dead, "model_id": "lonely"})
+        self.assertEqual(r.status, 202)
+        r = post(self.gw.url + "/v1/completions", {"model": "lonely", "prompt": "x"})
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(r.json()["error"]["code"], "no_worker_available")
+        self.assert_still_serving()
+
+    def test_unreachable_worker_is_502(self):
+        sim2 = self.sim(model="other-model")
+        gw = self.gateway(workers=[sim2])
+        sim2.kill()
+        r = post(gw.url + "/v1/completions", {"model": "other-model", "prompt": "x"})
+        self.assertEqual(r.status, 502, r)
+        self.assertEqual(r.json()["error"]["code"], "bad_gateway")
+        self.assertEqual(gw.loads()[sim2.url], 0)
+
+    def test_deadline_is_504(self):
+        self.worker.configure(stall_ms=10000)
+        t0 = time.monotonic()
+        r = post(self.gw.url + "/v1/completions", {"model": MODEL, "prompt": "x"})
+        self.assertEqual(r.status, 504, r)
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(r.json()["error"]["code"], "gateway_timeout")
+        self.worker.configure(stall_ms=0)
+        wait_until(lambda: self.gw.loads()[self.worker.url] == 0, 5, what="load back to zero")
+        self.assert_still_serving()
+
+    def test_unknown_path_is_404_and_wrong_method_405(self):
+        r = get(self.gw.url + "/v2/nothing")
+        self.assertEqual(r.status, 404)
+        self.assertEqual(r.json()["error"]["code"], "not_found")
+        m = get(self.gw.url + "/v1/chat/completions")
+        self.assertEqual(m.status, 405)
+        self.assertEqual(m.headers["allow"], "POST")
+        self.assert_still_serving()
+
+
+class ApiKeyTest(ProcessTestCase):
+    def test_api_key_guards_the_data_plane_and_management_not_the_probes(self):
+        sim = self.sim()
+        gw = self.gateway(workers=[sim], api_key="sekret")
+        body = {"model": MODEL, "prompt": "x", "max_tokens": 1}
+        self.assertEqual(post(gw.url + "/v1/completions", body).status, 401)
+        self.assertEqual(post(gw.url + "/v1/completions", body,
+                              headers={"Authorization": "Bearer wrong"}).status, 401)
+        self.assertEqual(post(gw.url + "/v1/completions", body, headers=gw.auth()).status, 200)
+        self.assertEqual(get(gw.url + "/workers").status, 401)
+        self.assertEqual(get(gw.url + "/workers", headers=gw.auth()).status, 200)
+        anth = post(gw.url + "/v1/messages", {"model": MODEL, "max_tokens": 1,
+                                               "messages": [{"role": "user", "content": "x"}]})
+        self.assertEqual(anth.status, 401)
+        self.assertEqual(anth.json()["error"]["type"], "authentication_error")
+        for probe in ("/health", "/liveness", "/readiness"):
+            self.assertEqual(get(gw.url + probe).status, 200)
+
+
+class StreamFailureTest(ProcessTestCase):
+    def test_client_disconnect_mid_stream_releases_the_worker(self):
+        sim = self.sim()
+        sim.configure(itl_ms=200, output_tokens=100)
+        gw = self.gateway(workers=[sim])
+        body = {"model": MODEL, "stream": True, "max_tokens": 100,
+                "messages": [{"role": "user", "content": "tell me a long story"}]}
+        s = Stream(gw.url + "/v1/chat/completions", body)
+        events = s.events()
+        next(events)
+        next(events)
+        self.assertEqual(gw.loads()[sim.url], 1)
+        s.resp.close()
+        s.close()
+        wait_until(lambda: gw.loads()[sim.url] == 0, 5, what="gateway load back to zero")
+        wait_until(lambda: sim.stats()["active"] == 0, 5, what="worker saw the upstream close")
+        r = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
+        self.assertEqual(r.status, 200)
+
+    def test_worker_killed_mid_stream_ends_with_an_error_event_and_the_next_request_works(self):
+        slow = self.sim()
+        healthy = self.sim()
+        slow.configure(itl_ms=200, output_tokens=100)
+        gw = self.gateway(workers=[slow, healthy])
+        body = {"model": MODEL, "stream": True, "max_tokens": 100,
+                "messages": [{"role": "user", "content": "tell me a long story"}]}
+        # Round robin: the first request goes to the first worker (the slow one).
+        s = Stream(gw.url + "/v1/chat/completions", body)
+        events = s.events()
+        next(events)
+        slow.kill()
+        rest = list(events)
+        s.close()
+        self.assertTrue(rest, "the stream must end with an error event")
+        err = json.loads(sse_data(rest[-1]))
+        self.assertEqual(err["error"]["code"], "bad_gateway")
+        wait_until(lambda: gw.loads()[slow.url] == 0, 5, what="load released")
+        for _ in range(4):  # whichever worker the policy picks, the request succeeds
+            r = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
+            self.assertEqual(r.status, 200, r)
+
+    def test_worker_dropping_the_connection_mid_stream(self):
+        sim = self.sim()
+        sim.configure(drop_after_events=2, itl_ms=10)
+        gw = self.gateway(workers=[sim])
+        body = {"model": MODEL, "stream": True, "max_tokens": 20,
+                "messages": [{"role": "user", "content": "hi"}]}
+        s = Stream(gw.url + "/v1/chat/completions", body)
+        events = list(s.events())
+        s.close()
+        self.assertEqual(len(events), 3, events)
+        self.assertEqual(json.loads(sse_data(events[-1]))["error"]["code"], "bad_gateway")
+        self.assertEqual(gw.loads()[sim.url], 0)
+
+
+def socket_port_closed():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    unittest.main()
