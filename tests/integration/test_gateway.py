@@ -258,7 +258,8 @@ class BadInputTest(ProcessTestCase):
         self.assert_still_serving()
 
     def test_unknown_model_is_404_in_each_format(self):
-        r = post(self.gw.url + "/v1/chat/completions", {"model": "nope", "messages": []})
+        r = post(self.gw.url + "/v1/chat/completions",
+                 {"model": "nope", "messages": [{"role": "user", "content": "x"}]})
         self.assertEqual(r.status, 404)
         self.assertEqual(r.json()["error"]["code"], "model_not_found")
         a = post(self.gw.url + "/v1/messages",
