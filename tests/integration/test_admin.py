@@ -293,7 +293,8 @@ class JsonLogTest(ProcessTestCase):
 
         def lines():
             out = gw.output().splitlines()
-            return out if any("rid-down" in l for l in out) else None
+            # The summary line is written after the answer went out: wait for it.
+            return out if any("rid-down" in l and "status=" in l for l in out) else None
 
         records = [json.loads(l) for l in wait_until(lines, what="log lines")]
         for rec in records:
