@@ -81,6 +81,9 @@ void answer_error(request_self self, const protocol::api_error& err, bool held_d
   }
   st.status =
       st.pd->gate->fail(err, st.format, st.in->request_id, st.in->req.version(), held_decode_error);
+  if (!held_decode_error) {
+    st.error = err.code; // the gateway's own error (a relayed worker error is the worker's)
+  }
   finish_request(self);
 }
 
@@ -167,6 +170,9 @@ void on_leg_end(request_self self, worker_type role, caf::expected<exchange_resu
   if (s.failure) {
     spdlog::debug("[{}] {} leg on {} failed: {}", st.in->request_id, leg_name(role), s.worker->id,
                   s.failure->message);
+    if (auto& m = st.svc->metrics) {
+      m->on_pd_leg_failure(role);
+    }
     if (other.running && !other.cancel_sent) {
       other.cancel_sent = true;
       self->send(other.leg, cancel_atom_v);
@@ -316,6 +322,9 @@ void on_down(request_self self, caf::down_msg& msg) {
 
 void start_pd(request_self self) {
   auto& st = self->state;
+  if (auto& m = st.svc->metrics) {
+    m->on_pd_request();
+  }
   st.pd = std::make_shared<pd_join>();
   auto& pd = *st.pd;
   self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });

@@ -265,6 +265,25 @@ class MetricsTest(ProcessTestCase):
         self.assertEqual(check.returncode, 0,
                          check.stdout.decode() + check.stderr.decode() + "\n" + text)
 
+    def test_pd_requests_and_leg_failures_are_counted(self):
+        bootstrap = free_port()
+        prefill = self.sim(role="prefill", bootstrap_port=bootstrap)
+        decode = self.sim(role="decode")
+        gw = self.gateway("--pd-disaggregation", "--prefill", prefill.url, bootstrap,
+                          "--decode", decode.url, wait_ready=False)
+        wait_until(lambda: get(gw.url + "/readiness").status == 200, 15, what="a routable pair")
+        before = samples(scrape(gw))
+        self.assertEqual(post(gw.url + "/v1/chat/completions", CHAT).status, 200)
+        decode.configure(fail_status=500)
+        self.assertEqual(post(gw.url + "/v1/chat/completions", CHAT).status, 500)
+        after = samples(scrape(gw))
+        delta = lambda k: after.get(k, 0) - before.get(k, 0)
+        self.assertEqual(delta("troupe_pd_requests_total"), 2)
+        self.assertEqual(delta('troupe_pd_leg_failures_total{leg="decode"}'), 1)
+        self.assertEqual(delta('troupe_pd_leg_failures_total{leg="prefill"}'), 0)
+        self.assertEqual(delta('troupe_router_request_errors_total{error_type="upstream_status"}'),
+                         1)
+
     def test_port_zero_disables_metrics(self):
         port, metrics_port = free_port(), free_port()
         gw = self.start(Process([TROUPE_BIN, "--host", "127.0.0.1", "--port", str(port),
