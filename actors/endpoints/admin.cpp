@@ -83,7 +83,7 @@ void list_actors(http_context& ctx) {
         // The inspector's array is spliced in as it is: no second parse on the way out.
         ctx.json(200, "{\"node\":" + json(node).dump() + ",\"actors\":" + actors + "}");
       },
-      [ctx](const caf::error& e) { fail_with(ctx, e); }, list_atom_v);
+      [ctx](caf::error& e) { fail_with(ctx, e); }, list_atom_v);
 }
 
 void get_actor(http_context& ctx) {
@@ -94,7 +94,7 @@ void get_actor(http_context& ctx) {
   }
   ask(
       ctx.svc->sys, ctx.svc->inspector, [ctx](const std::string& state) { ctx.json(200, state); },
-      [ctx](const caf::error& e) { fail_with(ctx, e); }, inspect_atom_v, *id);
+      [ctx](caf::error& e) { fail_with(ctx, e); }, inspect_atom_v, *id);
 }
 
 // -- GET /admin/requests --

@@ -80,7 +80,7 @@ struct fixture {
     auto out = std::make_shared<std::optional<std::string>>();
     ask(
         sys, dest, [out](const std::string& s) { *out = s; },
-        [out](const caf::error& e) {
+        [out](caf::error& e) {
           *out = "error:" + std::string(protocol::to_string(to_api_error(e).code));
         },
         xs...);
