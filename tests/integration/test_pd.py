@@ -48,8 +48,10 @@ def pd_flags(prefills, decodes, *extra):
 
 
 def wait_routable(gw, model):
-    wait_until(lambda: any(m["id"] == model for m in get(gw.url + "/v1/models").json()["data"]),
-               10, what=f"{model} routable")
+    def listed():
+        r = get(gw.url + "/v1/models")
+        return r.status == 200 and any(m["id"] == model for m in r.json()["data"])
+    wait_until(listed, 10, what=f"{model} routable")
 
 
 def without_bootstrap(obj):
@@ -444,6 +446,25 @@ class PdWorkerDownTest(ProcessTestCase):
             r = post(self.gw.url + "/generate", {"text": "x"})
             self.assertEqual(r.status, 200, r)
         wait_until(lambda: all(v == 0 for v in self.gw.loads().values()), 3, what="loads 0")
+
+    def test_a_pair_registered_at_run_time(self):
+        prefill = StubWorker(role="prefill", model=MODEL)
+        decode = StubWorker(role="decode", model=MODEL)
+        self.addCleanup(prefill.stop)
+        self.addCleanup(decode.stop)
+        gw = self.gateway()
+        for spec in ({"url": prefill.url, "worker_type": "prefill", "bootstrap_port": 9001},
+                     {"url": decode.url, "worker_type": "decode"}):
+            r = post(gw.url + "/workers", spec)
+            self.assertLess(r.status, 300, r)
+        wait_routable(gw, MODEL)
+        r = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["role"], "decode")
+        sent = prefill.requests("POST")[-1]["json"]
+        self.assertEqual(sent["bootstrap_port"], 9001)
+        self.assertEqual(decode.requests("POST")[-1]["json"]["bootstrap_room"],
+                         sent["bootstrap_room"])
 
     def test_half_a_pair_is_not_served(self):
         decode = StubWorker(role="decode", model=MODEL)

@@ -102,7 +102,7 @@ TEST_CASE("client-sent bootstrap fields are replaced") {
   CHECK(body["bootstrap_room"].get<std::uint64_t>() == used[0]);
 }
 
-TEST_CASE("rooms lie in [0, 2^63) and do not repeat") {
+TEST_CASE("rooms lie below 2^63 and do not repeat") {
   room_source rooms{0};
   std::set<std::uint64_t> seen;
   for (int i = 0; i < 100000; ++i) {
