@@ -1,0 +1,120 @@
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "actors/policy.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <catch2/catch.hpp>
+#include <map>
+
+using namespace troupe;
+using namespace troupe::actors;
+using protocol::provider_kind;
+
+namespace {
+
+/// A deterministic actor system (nothing runs until the test says so) with one regular policy.
+struct fixture {
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  policy_actor policy;
+
+  fixture()
+      : sys(init(cfg)), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        policy(make_policy(sys, "round_robin", protocol::worker_type::regular)) {}
+
+  ~fixture() {
+    caf::anon_send_exit(policy, caf::exit_reason::user_shutdown);
+    sched.run();
+    sys.await_actors_before_shutdown(false);
+  }
+
+  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    cfg.add_message_types<caf::id_block::troupe>();
+    return cfg;
+  }
+
+  /// Publishes a fleet of workers `{id, provider, healthy}` all serving model `m`.
+  void fleet(std::vector<std::tuple<std::string, provider_kind, bool>> workers) {
+    auto snap = std::make_shared<fleet_snapshot>();
+    for (auto& [id, provider, healthy] : workers) {
+      auto w = std::make_shared<worker_entry>();
+      w->id = id;
+      w->spec.provider = provider;
+      w->models = {"m"};
+      w->live = std::make_shared<worker_live>();
+      w->live->health = healthy ? health_state::healthy : health_state::unhealthy;
+      snap->workers.push_back(std::move(w));
+    }
+    caf::anon_send(policy, publish_atom_v, fleet_ptr{std::move(snap)});
+    sched.run();
+  }
+
+  /// The ids picked by `n` selections for a request of `provider`'s API, or "error:<code>".
+  std::map<std::string, int> picks(provider_kind provider, int n, std::string prefer = {}) {
+    std::map<std::string, int> out;
+    for (int i = 0; i < n; ++i) {
+      selection sel;
+      sel.model = "m";
+      sel.provider = provider;
+      sel.prefer = prefer;
+      ask(
+          sys, policy, [&out](const worker_entry_ptr& w) { ++out[w->id]; },
+          [&out](const caf::error& e) {
+            ++out["error:" + std::string(protocol::to_string(to_api_error(e).code))];
+          },
+          select_atom_v, sel);
+      sched.run();
+    }
+    return out;
+  }
+};
+
+} // namespace
+
+TEST_CASE("workers of a single provider take any API") {
+  fixture f;
+  f.fleet({{"a1", provider_kind::anthropic, true}, {"a2", provider_kind::anthropic, true}});
+  CHECK(f.picks(provider_kind::openai, 4) == std::map<std::string, int>{{"a1", 2}, {"a2", 2}});
+}
+
+TEST_CASE("with several providers, only the request's provider is eligible") {
+  fixture f;
+  f.fleet({{"a", provider_kind::anthropic, true},
+           {"o", provider_kind::openai, true},
+           {"s", provider_kind::none, true}});
+  CHECK(f.picks(provider_kind::anthropic, 3) == std::map<std::string, int>{{"a", 3}});
+  CHECK(f.picks(provider_kind::openai, 3) == std::map<std::string, int>{{"o", 3}});
+  CHECK(f.picks(provider_kind::none, 3) == std::map<std::string, int>{{"s", 3}});
+}
+
+TEST_CASE("a provider the model lacks falls back to its self-hosted workers, never another") {
+  fixture f;
+  f.fleet({{"o", provider_kind::openai, true}, {"s", provider_kind::none, true}});
+  CHECK(f.picks(provider_kind::anthropic, 2) == std::map<std::string, int>{{"s", 2}});
+  fixture g;
+  g.fleet({{"o", provider_kind::openai, true}, {"a", provider_kind::anthropic, true}});
+  CHECK(g.picks(provider_kind::none, 1) ==
+        std::map<std::string, int>{{"error:no_worker_available", 1}});
+}
+
+TEST_CASE("a provider that is down does not hand its requests to another") {
+  fixture f;
+  f.fleet({{"a", provider_kind::anthropic, false}, {"o", provider_kind::openai, true}});
+  CHECK(f.picks(provider_kind::anthropic, 2) ==
+        std::map<std::string, int>{{"error:no_worker_available", 2}});
+}
+
+TEST_CASE("a preferred worker is picked when it is eligible") {
+  fixture f;
+  f.fleet({{"s1", provider_kind::none, true},
+           {"s2", provider_kind::none, true},
+           {"s3", provider_kind::none, false}});
+  CHECK(f.picks(provider_kind::openai, 3, "s2") == std::map<std::string, int>{{"s2", 3}});
+  // Not routable: the strategy decides.
+  CHECK(f.picks(provider_kind::openai, 2, "s3") ==
+        std::map<std::string, int>{{"s1", 1}, {"s2", 1}});
+}
