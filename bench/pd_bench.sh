@@ -12,7 +12,8 @@
 #             bootstrap server before it answers)
 #
 # Usage: bench/pd_bench.sh [-b BUILD_DIR] [-r ROUNDS] [-d SECONDS] [-c "1 32"]
-# Needs wrk (scripts/install-deps.sh). Prints per-round results and the medians.
+# Needs wrk (scripts/install-deps.sh). Prints per-round results and the medians, with the
+# gateway's own CPU time per request (user + system, from /proc) next to the latencies.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,7 +27,7 @@ while getopts "b:r:d:c:h" opt; do
     r) ROUNDS="$OPTARG" ;;
     d) DURATION="$OPTARG" ;;
     c) CONCURRENCY="$OPTARG" ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    *) sed -n '2,18p' "$0"; exit 2 ;;
   esac
 done
 SIM="$BUILD/apps/troupe-sim/troupe-sim"
@@ -67,11 +68,13 @@ sim() { # PORT [FLAGS...]
   wait_ok "http://127.0.0.1:$port/health"
 }
 
+declare -A GW_PID
 gateway() { # PORT FLAGS...
   local port=$1; shift
   "$TROUPE" --port "$port" --log-level warn --prometheus-port 0 "$@" \
     >"$TMP/troupe-$port.log" 2>&1 &
   PIDS+=($!)
+  GW_PID[$port]=$!
   for _ in $(seq 200); do
     if curl -s "http://127.0.0.1:$port/v1/models" | grep -q "$MODEL"; then return 0; fi
     sleep 0.05
@@ -101,7 +104,12 @@ EOF
 
 declare -A TARGET=([regular]=$G_REG [pd-join]=$G_JOIN [pd-sim]=$G_SIM)
 ORDER=(regular pd-join pd-sim)
-RESULTS="$TMP/results.txt" # name conc rps p50_ms p99_ms non2xx
+RESULTS="$TMP/results.txt" # name conc rps p50_ms p99_ms non2xx gateway_cpu_us_per_request
+TICK=$(getconf CLK_TCK)
+
+cpu_ticks() { # PID: user + system time of a process, in clock ticks
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
 
 to_ms() { # wrk latency like 812.00us / 1.20ms / 1.01s
   awk -v v="$1" 'BEGIN {
@@ -113,15 +121,19 @@ to_ms() { # wrk latency like 812.00us / 1.20ms / 1.01s
 run() { # NAME CONC SECONDS
   local port=${TARGET[$1]} threads=1
   [[ $2 -gt 1 ]] && threads=2
-  local out
+  local out t0 t1
+  t0=$(cpu_ticks "${GW_PID[$port]}")
   out=$(wrk -t "$threads" -c "$2" -d "${3}s" --latency -s "$TMP/post.lua" \
     "http://127.0.0.1:$port/v1/chat/completions")
-  local rps p50 p99 bad
+  t1=$(cpu_ticks "${GW_PID[$port]}")
+  local rps p50 p99 bad n cpu
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p50=$(to_ms "$(awk '$1 == "50%" || $1 == "50.000%" {print $2; exit}' <<<"$out")")
   p99=$(to_ms "$(awk '$1 == "99%" || $1 == "99.000%" {print $2; exit}' <<<"$out")")
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  echo "$1 $2 $rps $p50 $p99 ${bad:-0}"
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  cpu=$(awk -v d=$((t1 - t0)) -v t="$TICK" -v n="$n" 'BEGIN {printf "%.1f", d / t * 1e6 / n}')
+  echo "$1 $2 $rps $p50 $p99 ${bad:-0} $cpu"
 }
 
 for name in "${ORDER[@]}"; do run "$name" 8 1 >/dev/null; done # warm-up
@@ -130,24 +142,24 @@ for r in $(seq "$ROUNDS"); do
     for name in "${ORDER[@]}"; do
       line=$(run "$name" "$c" "$DURATION")
       echo "$line" >>"$RESULTS"
-      read -r n cc rps p50 p99 bad <<<"$line"
-      printf 'round %d c=%-3s %-8s %9.0f req/s  p50 %7.3f ms  p99 %7.3f ms%s\n' \
-        "$r" "$cc" "$n" "$rps" "$p50" "$p99" "$([[ $bad != 0 ]] && echo "  NON-2XX $bad")"
+      read -r n cc rps p50 p99 bad cpu <<<"$line"
+      printf 'round %d c=%-3s %-8s %9.0f req/s  p50 %7.3f ms  p99 %7.3f ms  gateway %6.1f us cpu/req%s\n' \
+        "$r" "$cc" "$n" "$rps" "$p50" "$p99" "$cpu" "$([[ $bad != 0 ]] && echo "  NON-2XX $bad")"
     done
   done
 done
 
 echo
 echo "medians over $ROUNDS rounds:"
-printf '%4s %-8s %9s %8s %8s %13s\n' c setup req/s "p50 ms" "p99 ms" "p50 vs reg"
+printf '%4s %-8s %9s %8s %8s %13s %14s\n' c setup req/s "p50 ms" "p99 ms" "p50 vs reg" "cpu us/req"
 for c in $CONCURRENCY; do
   reg_p50=""
   for name in "${ORDER[@]}"; do
     med() { awk -v n="$name" -v c="$c" -v k="$1" '$1 == n && $2 == c {print $k}' "$RESULTS" |
       sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-    rps=$(med 3); p50=$(med 4); p99=$(med 5)
+    rps=$(med 3); p50=$(med 4); p99=$(med 5); cpu=$(med 7)
     [[ $name == regular ]] && reg_p50=$p50
     added=$(awk -v a="$p50" -v b="$reg_p50" 'BEGIN {printf "%+.0f us", (a - b) * 1000}')
-    printf '%4s %-8s %9.0f %8.3f %8.3f %13s\n' "$c" "$name" "$rps" "$p50" "$p99" "$added"
+    printf '%4s %-8s %9.0f %8.3f %8.3f %13s %14.1f\n' "$c" "$name" "$rps" "$p50" "$p99" "$added" "$cpu"
   done
 done
