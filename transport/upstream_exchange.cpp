@@ -1,5 +1,7 @@
 #include "transport/upstream_exchange.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <limits>
@@ -10,7 +12,18 @@ namespace troupe::transport {
 
 namespace {
 
-constexpr std::size_t chunk_size = 64 * 1024;
+/// Largest piece of body read at once; a body of known length smaller than this gets a buffer
+/// of its size (the buffer is never zero-filled: it is written before it is read).
+constexpr std::size_t max_chunk_size = 64 * 1024;
+
+/// The read buffer for a body of `content_length` bytes (unknown: a streamed body).
+std::size_t chunk_size_for(boost::optional<std::uint64_t> content_length) {
+  if (!content_length) {
+    return 16 * 1024;
+  }
+  return static_cast<std::size_t>(
+      std::clamp<std::uint64_t>(*content_length, 1, max_chunk_size));
+}
 
 } // namespace
 
@@ -195,7 +208,8 @@ void upstream_exchange::do_read_head() {
       self->sink_->on_complete();
       return self->finish(exchange_status::ok);
     }
-    self->chunk_ = std::make_unique<char[]>(chunk_size);
+    self->chunk_size_ = chunk_size_for(self->parser_->content_length());
+    self->chunk_.reset(new char[self->chunk_size_]);
     self->do_read_body();
   };
   conn_->visit([&](auto& stream) {
@@ -206,13 +220,13 @@ void upstream_exchange::do_read_head() {
 void upstream_exchange::do_read_body() {
   auto& body = parser_->get().body();
   body.data = chunk_.get();
-  body.size = chunk_size;
+  body.size = chunk_size_;
   auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec == http::error::need_buffer) {
       ec = {};
     }
     auto& body = self->parser_->get().body();
-    auto n = chunk_size - body.size;
+    auto n = self->chunk_size_ - body.size;
     if (n > 0) {
       self->result_.body_bytes += n;
       if (!self->sink_->on_body(std::string_view{self->chunk_.get(), n})) {

@@ -100,6 +100,7 @@ private:
   std::chrono::steady_clock::time_point started_;
   exchange_result result_;
   std::unique_ptr<char[]> chunk_;
+  std::size_t chunk_size_ = 0;
   bool retried_ = false;
   bool finished_ = false;
   std::atomic<bool> cancelled_{false};

@@ -44,3 +44,69 @@ TEST_CASE("a null model means no model") {
   REQUIRE_FALSE(r.error);
   CHECK_FALSE(r.facts.model);
 }
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+TEST_CASE("the scanner accepts exactly the JSON objects nlohmann accepts (mutation test)") {
+  const std::vector<std::string> seeds = {
+      R"({"model":"m","stream":true,"messages":[{"role":"user","content":"h\u00e9llo \ud83d\ude00"}]})",
+      R"({"a":[1,-2.5e+3,0.1,true,false,null,{"b":{}},[]],"s":"x\"y\\z\/\n","n":-0})",
+      R"(  {"text": ["a", "b"], "sampling_params": {"max_new_tokens": 8}}  )",
+      "{\"k\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+  };
+  std::mt19937 rng{42};
+  const std::string alphabet = "{}[]\":,.-+eE0123456789tfnulrsa \\/\x01\x80\xc3\xff";
+  int checked = 0;
+  for (auto& seed : seeds) {
+    for (int i = 0; i < 3000; ++i) {
+      std::string s = seed;
+      int edits = 1 + static_cast<int>(rng() % 3);
+      for (int e = 0; e < edits && !s.empty(); ++e) {
+        auto pos = rng() % s.size();
+        char c = alphabet[rng() % alphabet.size()];
+        switch (rng() % 3) {
+          case 0:
+            s[pos] = c;
+            break;
+          case 1:
+            s.insert(s.begin() + static_cast<long>(pos), c);
+            break;
+          default:
+            s.erase(pos, 1);
+        }
+      }
+      bool ours = !scan_request(s).error.has_value();
+      bool theirs = nlohmann::json::accept(s) && nlohmann::json::parse(s).is_object();
+      INFO("input: " << s);
+      REQUIRE(ours == theirs);
+      ++checked;
+    }
+  }
+  CHECK(checked == 12000);
+}
+
+TEST_CASE("escaped model names are decoded; watched fields report kind, value and emptiness") {
+  const std::string_view watched[] = {"max_tokens", "messages", "tools", "system"};
+  auto r = scan_request(
+      R"({"model":"caf\u00e9\/1","max_tokens":99999999999999999999,"messages":[ ],"tools":[{}],"system":""})",
+      watched);
+  REQUIRE_FALSE(r.error);
+  CHECK(r.facts.model == "caf\xc3\xa9/1");
+  REQUIRE(r.facts.fields.size() == 4);
+  CHECK(r.facts.fields[0].kind == json_kind::integer);
+  CHECK(r.facts.fields[0].integer == std::numeric_limits<std::int64_t>::max());
+  CHECK(r.facts.fields[1].kind == json_kind::array);
+  CHECK(r.facts.fields[1].empty);
+  CHECK(r.facts.fields[2].kind == json_kind::array);
+  CHECK_FALSE(r.facts.fields[2].empty);
+  CHECK(r.facts.fields[3].kind == json_kind::string);
+  CHECK(r.facts.fields[3].empty);
+}
+
+TEST_CASE("absurd nesting is refused, not recursed into") {
+  std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto r = scan_request(deep);
+  REQUIRE(r.error);
+  CHECK(r.error->code == error_code::bad_request);
+}
