@@ -95,6 +95,7 @@ void gateway::start() {
   auto stats = std::make_shared<metrics>(view);
   stats->set_cluster_members(1, 0, 0); // this node, until the cluster lands
   auto inspector = make_inspector(d.sys, {}, stats);
+  cfg.worker.use_strands = cfg.io_threads > 1;
   auto registry =
       make_registry(d.sys, d.ioc, view, {regular, prefill, decode}, cfg.worker, inspector);
   register_with(inspector, "registry", "registry", registry);
@@ -129,6 +130,7 @@ void gateway::start() {
   opts.host = cfg.host;
   opts.port = cfg.port;
   opts.body_limit = cfg.max_payload_size;
+  opts.use_strands = cfg.io_threads > 1;
   d.server = std::make_unique<transport::http_server>(d.ioc, opts, make_front(d.svc, routes));
   if (auto ec = d.server->start()) {
     throw std::runtime_error("cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) +

@@ -301,7 +301,8 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
     }
   }
   st.pool = std::make_shared<transport::upstream_pool>(*ioc, spec.url.host, spec.url.port,
-                                                       cfg.max_idle_connections, std::move(tls));
+                                                       cfg.max_idle_connections, std::move(tls),
+                                                       cfg.use_strands);
   st.spec = std::move(spec);
   st.live = std::move(live);
   st.listener = std::move(listener);

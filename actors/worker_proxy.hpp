@@ -48,6 +48,7 @@ struct worker_proxy_config {
   unsigned cb_success_threshold = 3;        ///< Successes in half-open that close it.
   std::chrono::milliseconds cb_timeout{std::chrono::seconds{60}}; ///< Open before half-open.
   std::size_t max_idle_connections = 256;   ///< Idle keep-alive connections kept per worker.
+  bool use_strands = true;                  ///< False with one io thread (see upstream_pool).
   /// TLS client context of `https` workers (system trust store plus `--upstream-ca-file`);
   /// made with the defaults when unset.
   std::shared_ptr<boost::asio::ssl::context> tls;

@@ -425,7 +425,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   }
 
   void do_accept() {
-    acceptor_.async_accept(net::make_strand(ioc_), [self = shared_from_this()](
+    auto ex = opts_->use_strands ? net::any_io_executor{net::make_strand(ioc_)}
+                                 : net::any_io_executor{ioc_.get_executor()};
+    acceptor_.async_accept(ex, [self = shared_from_this()](
                                                        error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) {
         return;

@@ -29,6 +29,9 @@ struct server_options {
   std::size_t body_limit = 512 * 1024 * 1024;      ///< Largest request body accepted.
   std::chrono::seconds idle_timeout{75};           ///< Keep-alive connection idle limit.
   std::size_t max_pipelined = 16;                  ///< Requests read ahead on one connection.
+  /// A strand per connection. With one io thread, false: replies from that thread (the actors
+  /// run there) are then written inline instead of posted.
+  bool use_strands = true;
 };
 
 /// An HTTP/1.1 keep-alive server: accepts connections and hands every request to a handler.

@@ -6,9 +6,16 @@ namespace troupe::transport {
 
 namespace {
 
+/// Connections idle for less than this are reused without a liveness probe: no server closes
+/// a keep-alive connection that fast, and a stale one is retried transparently anyway.
+constexpr auto probe_after_idle = std::chrono::seconds(2);
+
 // True when the peer has not closed an idle connection: nothing to read yet (EAGAIN). A
 // closed peer reads as EOF (0); unexpected bytes on an idle connection also disqualify it.
 bool still_open(upstream_connection& conn) {
+  if (std::chrono::steady_clock::now() - conn.idle_since < probe_after_idle) {
+    return true;
+  }
   char probe;
   auto fd = conn.tcp().socket().native_handle();
   auto n = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -18,8 +25,10 @@ bool still_open(upstream_connection& conn) {
 } // namespace
 
 upstream_pool::upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port,
-                             std::size_t max_idle, std::shared_ptr<net::ssl::context> tls)
-    : ioc_(ioc), host_(std::move(host)), port_(port), max_idle_(max_idle), tls_(std::move(tls)) {}
+                             std::size_t max_idle, std::shared_ptr<net::ssl::context> tls,
+                             bool use_strands)
+    : ioc_(ioc), host_(std::move(host)), port_(port), max_idle_(max_idle), tls_(std::move(tls)),
+      use_strands_(use_strands) {}
 
 std::string upstream_pool::authority() const {
   bool default_port = port_ == (tls_ ? 443 : 80);
@@ -44,7 +53,10 @@ upstream_pool::connection_ptr upstream_pool::acquire() {
     }
     discard(std::move(conn));
   }
-  return fresh(net::make_strand(ioc_));
+  if (use_strands_) {
+    return fresh(net::make_strand(ioc_));
+  }
+  return fresh(ioc_.get_executor());
 }
 
 upstream_pool::connection_ptr upstream_pool::fresh(upstream_connection::executor_type ex) {
@@ -53,6 +65,7 @@ upstream_pool::connection_ptr upstream_pool::fresh(upstream_connection::executor
 
 void upstream_pool::release(connection_ptr conn) {
   conn->buffer.clear();
+  conn->idle_since = std::chrono::steady_clock::now();
   {
     std::lock_guard guard{mx_};
     if (idle_.size() < max_idle_) {

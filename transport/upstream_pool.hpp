@@ -3,6 +3,7 @@
 #include "transport/http_types.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <cstdint>
@@ -16,7 +17,8 @@ namespace troupe::transport {
 
 /// One keep-alive connection to an upstream worker: plain TCP, or TLS over TCP.
 struct upstream_connection {
-  using executor_type = net::strand<net::io_context::executor_type>;
+  /// A strand of the io_context, or (one io thread) the io_context's own executor.
+  using executor_type = net::any_io_executor;
   using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
   /// A plain connection when `tls` is null, else a TLS one using that context.
@@ -35,11 +37,12 @@ struct upstream_connection {
   /// True for a TLS connection.
   bool secure() const noexcept { return stream.index() == 1; }
 
-  executor_type strand; ///< Every operation on `stream` runs here.
+  executor_type strand; ///< Every operation on `stream` runs here (a strand with >1 io thread).
   std::variant<beast::tcp_stream, tls_stream> stream;
   beast::flat_buffer buffer;
   bool connected = false; ///< The socket is connected (and, with TLS, the handshake done).
   bool reused = false;    ///< Taken from the idle list: the server may have closed it meanwhile.
+  std::chrono::steady_clock::time_point idle_since; ///< When it was returned to the pool.
 
 private:
   static std::variant<beast::tcp_stream, tls_stream> make_stream(executor_type ex,
@@ -60,8 +63,10 @@ public:
   /// A pool for `host:port` keeping at most `max_idle` idle connections; its connections use
   /// TLS with `tls` (verifying the server's certificate for `host`, sending it as SNI) when
   /// it is set.
+  /// `use_strands` false (one io thread) runs connections on the io_context's executor, so work
+  /// dispatched from that thread runs inline instead of being posted.
   upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port, std::size_t max_idle,
-                std::shared_ptr<net::ssl::context> tls = nullptr);
+                std::shared_ptr<net::ssl::context> tls = nullptr, bool use_strands = true);
 
   /// An idle connection that still looks alive, or a new unconnected one.
   connection_ptr acquire();
@@ -110,6 +115,7 @@ private:
   std::uint16_t port_;
   std::size_t max_idle_;
   std::shared_ptr<net::ssl::context> tls_;
+  bool use_strands_;
   mutable std::mutex mx_;
   std::vector<connection_ptr> idle_;
   std::vector<tcp::endpoint> endpoints_;
