@@ -1,5 +1,6 @@
 #include "protocol/request_scan.hpp"
 
+#include <array>
 #include <charconv>
 #include <limits>
 
@@ -215,6 +216,13 @@ private:
   bool string(bool& escaped) {
     ++p_; // '"'
     while (p_ != end_) {
+      // Plain ASCII runs (the bulk of any prompt) need no look beyond the table.
+      while (p_ != end_ && plain_[static_cast<unsigned char>(*p_)]) {
+        ++p_;
+      }
+      if (p_ == end_) {
+        break;
+      }
       auto c = static_cast<unsigned char>(*p_);
       if (c == '"') {
         ++p_;
@@ -600,6 +608,15 @@ private:
     }
     return false;
   }
+
+  /// Bytes that can be skipped inside a string: ASCII except controls, quote and backslash.
+  static constexpr auto plain_ = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 0x80; ++c) {
+      t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+    }
+    return t;
+  }();
 
   const char* begin_;
   const char* p_;

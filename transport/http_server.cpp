@@ -151,7 +151,31 @@ private:
                         });
       return;
     }
+    // Most requests arrive whole: parse the bytes already read without another async read
+    // (which would cost a posted completion and a reactor round per request).
+    if (parse_buffered()) {
+      return on_read({});
+    }
     read_body();
+  }
+
+  // Feeds the bytes already in the buffer to the parser; true when the request is complete.
+  bool parse_buffered() {
+    while (!parser_->is_done() && buffer_.size() > 0) {
+      error_code ec;
+      auto n = parser_->put(buffer_.data(), ec);
+      if (ec == http::error::need_more) {
+        break;
+      }
+      if (ec) {
+        return false; // let the async read report it
+      }
+      buffer_.consume(n);
+      if (n == 0) {
+        break;
+      }
+    }
+    return parser_->is_done();
   }
 
   void read_body() {
