@@ -217,9 +217,11 @@ private:
     ++p_; // '"'
     while (p_ != end_) {
       // Plain ASCII runs (the bulk of any prompt) need no look beyond the table.
-      while (p_ != end_ && plain_[static_cast<unsigned char>(*p_)]) {
-        ++p_;
+      const char* q = p_; // a local: stores through `char*` may alias the member
+      while (q != end_ && plain_[static_cast<unsigned char>(*q)]) {
+        ++q;
       }
+      p_ = q;
       if (p_ == end_) {
         break;
       }
