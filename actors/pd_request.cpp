@@ -165,6 +165,10 @@ void on_leg_end(request_self self, worker_type role, caf::expected<exchange_resu
       auto body = role == worker_type::prefill ? pd.prefill_sink->body() : std::string{};
       s.failure = protocol::worker_error(r.http_status, body,
                                          "the " + std::string(leg_name(role)) + " worker");
+    } else if (role == worker_type::prefill &&
+               protocol::is_event_stream(pd.prefill_sink->content_type())) {
+      // A streamed prefill reports a failure after its 200 head as an error event.
+      s.failure = protocol::stream_error(pd.prefill_sink->body(), "the prefill worker");
     }
   }
   if (s.failure) {

@@ -1,5 +1,6 @@
 #include "protocol/worker_error.hpp"
 
+#include "protocol/sse.hpp"
 #include "protocol/upstream_error.hpp"
 
 #include <cctype>
@@ -75,6 +76,34 @@ api_error worker_error(unsigned status, std::string_view body, std::string_view 
     msg += ": " + quoted;
   }
   return {code_for(status), std::move(msg), {}};
+}
+
+std::optional<api_error> stream_error(std::string_view sse_body, std::string_view who) {
+  std::optional<api_error> found;
+  sse_framer framer;
+  auto on_event = [&](std::string_view raw) {
+    if (found) {
+      return;
+    }
+    auto ev = parse_sse_event(raw);
+    auto j = nlohmann::json::parse(ev.data, nullptr, false);
+    bool is_error =
+        ev.event == "error" || (j.is_object() && j.contains("error") && !j["error"].is_null());
+    if (!is_error) {
+      return;
+    }
+    auto msg = std::string(who) + " failed mid-stream";
+    auto quoted = message_of(ev.data);
+    if (!quoted.empty()) {
+      msg += ": " + quoted;
+    }
+    found = api_error{error_code::bad_gateway, std::move(msg), {}};
+  };
+  framer.feed(sse_body, on_event);
+  if (auto rest = framer.pending(); !rest.empty()) {
+    on_event(rest);
+  }
+  return found;
 }
 
 } // namespace troupe::protocol

@@ -2,6 +2,7 @@
 
 #include "protocol/error.hpp"
 
+#include <optional>
 #include <string_view>
 
 namespace troupe::protocol {
@@ -12,5 +13,10 @@ namespace troupe::protocol {
 /// the status class: a client error stays a client error (400, 404, 413, 429), 503 and 504 keep
 /// their meaning, any other failure is a bad gateway.
 api_error worker_error(unsigned status, std::string_view body, std::string_view who);
+
+/// The first error event of a streamed answer that started with a success status (engines
+/// report a failure after the head that way: SGLang/OpenAI `data: {"error": ...}`, Anthropic
+/// `event: error`), as a bad-gateway error naming `who`; nothing when the stream has none.
+std::optional<api_error> stream_error(std::string_view sse_body, std::string_view who);
 
 } // namespace troupe::protocol

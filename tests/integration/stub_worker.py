@@ -25,6 +25,7 @@ DEFAULTS = {
     "event_delay_ms": 0,   # between streamed events
     "meta_info": None,     # merged into every answer object's meta_info
     "error_message": None, # message of an error answer (default names the role)
+    "error_event": False,  # a streamed answer reports an error event after its 200 head
 }
 
 
@@ -168,6 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         try:
+            if cfg["error_event"]:
+                msg = cfg["error_message"] or f"{self.stub.role} failed mid-stream"
+                chunk(b"data: " + json.dumps({"error": {"message": msg}}).encode() + b"\n\n")
             for i in range(cfg["events"]):
                 if i and cfg["event_delay_ms"] and self._wait(cfg["event_delay_ms"]):
                     raise BrokenPipeError

@@ -90,7 +90,7 @@ class StubPair:
         for s in (self.prefill, self.decode):
             s.clear()
             s.configure(status=200, stall_ms=0, drop=False, events=3, event_delay_ms=0,
-                        meta_info=None, error_message=None)
+                        meta_info=None, error_message=None, error_event=False)
 
     def legs(self, path):
         """The one request each leg got at `path`."""
@@ -347,6 +347,20 @@ class PdFailureTest(StubPair, unittest.TestCase):
         # Nothing reached the client before the prefill leg succeeded: a clean error status.
         self.assertEqual(s.status, 504)
         self.assertEqual(events, [])
+        self.assert_loads_zero()
+
+    def test_a_prefill_error_event_after_a_200_head_fails_the_pair(self):
+        self.prefill.configure(error_event=True, error_message="KV sender crashed")
+        self.decode.configure(stall_ms=5000)  # would wait for a KV cache that never comes
+        t = time.time()
+        s = Stream(self.gw.url + "/v1/chat/completions",
+                   dict(bodies(MODEL)["/v1/chat/completions"], stream=True))
+        body = s.resp.read()
+        s.close()
+        self.assertLess(time.time() - t, 1.0)
+        self.assertEqual(s.status, 502)
+        self.assertIn("KV sender crashed", json.loads(body)["error"]["message"])
+        wait_until(lambda: self.decode.aborted == 1, 3, what="decode leg cancelled")
         self.assert_loads_zero()
 
     def test_a_dropped_connection_fails_the_pair(self):

@@ -46,3 +46,24 @@ TEST_CASE("a worker text cut at the quote limit keeps whole characters") {
   auto json_body = worker_error(400, "{\"message\":\"" + text + "\"}", "w");
   CHECK(json_body.message.find('\xE2') == std::string::npos);
 }
+
+TEST_CASE("an error event in a streamed answer is found") {
+  auto openai = stream_error("data: {\"text\":\"a\"}\n\ndata: {\"error\":{\"message\":\"oom\"}}\n\n"
+                             "data: [DONE]\n\n",
+                             "the prefill worker");
+  REQUIRE(openai);
+  CHECK(openai->code == error_code::bad_gateway);
+  CHECK(openai->message == "the prefill worker failed mid-stream: oom");
+  auto anthropic =
+      stream_error("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\","
+                   "\"message\":\"overloaded\"}}\n\n",
+                   "w");
+  REQUIRE(anthropic);
+  CHECK(anthropic->message == "w failed mid-stream: overloaded");
+}
+
+TEST_CASE("a clean stream has no error event") {
+  CHECK_FALSE(stream_error("data: {\"text\":\"a\",\"error\":null}\n\ndata: [DONE]\n\n", "w"));
+  CHECK_FALSE(stream_error("", "w"));
+  CHECK_FALSE(stream_error("data: not json\n\n", "w"));
+}
