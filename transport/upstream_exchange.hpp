@@ -59,6 +59,13 @@ public:
   virtual void on_complete() = 0;
 };
 
+/// The request line and header fields of an upstream request (Host, the given headers minus
+/// framing ones, Content-Type and Content-Length when `body_size` is set; HTTP/1.1 keeps the
+/// connection alive without saying so).
+std::string serialize_request_head(http::verb method, std::string_view target,
+                                   std::string_view authority, const header_list& headers,
+                                   std::optional<std::size_t> body_size);
+
 /// One request/response with a worker over a pooled keep-alive connection. A reused connection
 /// that turns out closed before any response byte is retried once on a fresh connection.
 class upstream_exchange : public std::enable_shared_from_this<upstream_exchange> {
@@ -92,7 +99,8 @@ private:
   std::shared_ptr<upstream_pool> pool_;
   upstream_pool::connection_ptr conn_;
   upstream_connection::executor_type conn_executor_; ///< The strand of every connection used.
-  http::request<http::string_body> req_;
+  std::string head_; ///< Request line and header fields, serialized.
+  std::string body_;
   std::chrono::steady_clock::time_point deadline_;
   std::shared_ptr<response_sink> sink_;
   done_handler done_;
