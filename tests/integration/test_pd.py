@@ -10,6 +10,7 @@
 
 import json
 import socket
+import threading
 import time
 import unittest
 
@@ -361,6 +362,20 @@ class PdFailureTest(StubPair, unittest.TestCase):
         self.assertEqual(s.status, 502)
         self.assertIn("KV sender crashed", json.loads(body)["error"]["message"])
         wait_until(lambda: self.decode.aborted == 1, 3, what="decode leg cancelled")
+        self.assert_loads_zero()
+
+    def test_the_request_is_joining_while_one_leg_waits_for_the_other(self):
+        self.prefill.configure(stall_ms=800)
+        t = threading.Thread(target=post, args=(self.gw.url + "/generate", {"text": "x"}))
+        t.start()
+        try:
+            def joining():
+                reqs = get(self.gw.url + "/admin/requests").json()["requests"]
+                return reqs and reqs[0]["phase"] == "joining" and reqs[0]
+            entry = wait_until(joining, 3, what="phase joining")
+            self.assertEqual(len(entry["workers"]), 2)
+        finally:
+            t.join()
         self.assert_loads_zero()
 
     def test_a_dropped_connection_fails_the_pair(self):
