@@ -154,3 +154,35 @@ TEST_CASE("a malformed request gets 400 and the connection closes") {
   CHECK(res.result_int() == 400);
   CHECK_FALSE(res.keep_alive());
 }
+
+TEST_CASE("an HTTP/1.0 client gets a stream delimited by the connection's close") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send_raw("GET /stream HTTP/1.0\r\nHost: x\r\n\r\n");
+  std::string all;
+  boost::system::error_code ec;
+  char buf[4096];
+  for (;;) {
+    auto n = c.socket.read_some(boost::asio::buffer(buf), ec);
+    all.append(buf, n);
+    if (ec) {
+      break;
+    }
+  }
+  CHECK(all.find("Transfer-Encoding") == std::string::npos);
+  CHECK(all.find("Connection: close") != std::string::npos);
+  CHECK(all.substr(all.find("\r\n\r\n") + 4) == "data: 1\n\ndata: 2\n\ndata: 3\n\n");
+}
+
+TEST_CASE("an HTTP/1.0 client asking for keep-alive keeps its connection") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  for (int i = 0; i < 2; ++i) {
+    c.send_raw("GET /k HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n");
+    auto res = c.read();
+    CHECK(res.body() == "GET /k ");
+    CHECK(res[http::field::connection] == "keep-alive");
+  }
+}
