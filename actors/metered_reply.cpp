@@ -39,6 +39,8 @@ public:
 
   void on_disconnect(std::function<void()> f) override { inner_->on_disconnect(std::move(f)); }
 
+  void abort() override { inner_->abort(); }
+
 private:
   /// Counts the response once; a stream's own status wins over the fallback.
   void record(unsigned status) {

@@ -84,6 +84,10 @@ void pd_reply_gate::on_disconnect(std::function<void()> f) {
   client_->on_disconnect(std::move(f));
 }
 
+void pd_reply_gate::abort() {
+  client_->abort();
+}
+
 void pd_reply_gate::open(protocol::input_logprobs logprobs) {
   std::lock_guard guard{mx_};
   if (open_ || closed_) {

@@ -30,6 +30,7 @@ public:
   void write_chunk(std::string data) override;
   void end_stream() override;
   void on_disconnect(std::function<void()> f) override;
+  void abort() override;
 
   /// The prefill leg succeeded: sends what is held and lets the rest through, merging
   /// `logprobs` (unless empty) into JSON bodies and stream events.

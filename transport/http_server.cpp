@@ -27,6 +27,7 @@ public:
   void write_chunk(std::string data) override;
   void end_stream() override;
   void on_disconnect(std::function<void()> f) override;
+  void abort() override;
 
   /// Runs on the strand: the client left.
   void client_gone() {
@@ -130,6 +131,19 @@ public:
     }
     if (!writing_) {
       do_write();
+    }
+  }
+
+  /// Ends the connection after what is queued is written, leaving the response unfinished.
+  void abort_response(std::uint64_t seq) {
+    if (!current_ || current_->seq() != seq || current_->gone() || closed_) {
+      return;
+    }
+    current_->finished();
+    aborting_ = true;
+    stop_reading_ = true;
+    if (!writing_) {
+      close();
     }
   }
 
@@ -338,6 +352,9 @@ private:
       writes_.clear();
       return client_gone();
     }
+    if (aborting_ && writes_.size() == in_flight_) {
+      return close();
+    }
     bool ended = false;
     for (std::size_t i = 0; i < in_flight_; ++i) {
       ended = writes_.front().ends_response;
@@ -406,6 +423,7 @@ private:
   std::vector<net::const_buffer> buffers_;  ///< The current gather write.
   unsigned req_version_ = 11;               ///< HTTP version of the current request.
   bool chunked_ = false;                    ///< The current stream uses chunked encoding.
+  bool aborting_ = false;                   ///< Close once the queue is written.
   std::uint64_t seq_ = 0;
   bool keep_alive_ = true;
   bool reading_ = false;
@@ -451,6 +469,10 @@ void session_reply::write_chunk(std::string data) {
   on_strand([seq = seq_, data = std::move(data)](session& s) mutable {
     s.deliver(seq, write_item{write_item::chunk{std::move(data)}}, false);
   });
+}
+
+void session_reply::abort() {
+  on_strand([seq = seq_](session& s) { s.abort_response(seq); });
 }
 
 void session_reply::end_stream() {

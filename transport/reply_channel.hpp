@@ -28,6 +28,11 @@ public:
 
   /// Calls `f` once if the client disconnects before the response ended (at once if it has).
   virtual void on_disconnect(std::function<void()> f) = 0;
+
+  /// Closes the connection once the bytes already handed over are sent, without ending the
+  /// response: a streamed body lacks its last chunk, an unanswered request gets nothing. For
+  /// peers that must look broken (the worker simulator's failure injection).
+  virtual void abort() = 0;
 };
 
 } // namespace troupe::transport

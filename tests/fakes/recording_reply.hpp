@@ -40,6 +40,16 @@ public:
     disconnect_ = std::move(f);
   }
 
+  void abort() override {
+    std::lock_guard guard{mx_};
+    aborted_ = true;
+  }
+
+  bool aborted() const {
+    std::lock_guard guard{mx_};
+    return aborted_;
+  }
+
   /// Simulates the client leaving.
   void disconnect() {
     std::function<void()> f;
@@ -80,6 +90,7 @@ private:
   transport::header_list stream_headers_;
   std::vector<std::string> chunks_;
   bool ended_ = false;
+  bool aborted_ = false;
   std::function<void()> disconnect_;
 };
 
