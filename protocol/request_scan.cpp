@@ -2,6 +2,8 @@
 
 #include <array>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace troupe::protocol {
@@ -218,6 +220,20 @@ private:
     while (p_ != end_) {
       // Plain ASCII runs (the bulk of any prompt) need no look beyond the table.
       const char* q = p_; // a local: stores through `char*` may alias the member
+      // Eight bytes at a time while none is a quote, a backslash, a control or non-ASCII byte.
+      constexpr std::uint64_t ones = 0x0101010101010101ULL;
+      constexpr std::uint64_t highs = 0x8080808080808080ULL;
+      auto zero_byte = [](std::uint64_t x) { return (x - ones) & ~x & highs; };
+      while (end_ - q >= 8) {
+        std::uint64_t v;
+        std::memcpy(&v, q, 8);
+        auto special = zero_byte(v ^ (ones * '"')) | zero_byte(v ^ (ones * '\\')) |
+                       ((v - ones * 0x20) & ~v & highs) | (v & highs);
+        if (special) {
+          break;
+        }
+        q += 8;
+      }
       while (q != end_ && plain_[static_cast<unsigned char>(*q)]) {
         ++q;
       }

@@ -73,6 +73,10 @@ std::string serialize_request_head(http::verb method, std::string_view target,
   // Written by hand rather than by Beast's serializer: the same bytes for a fraction of the
   // work on the hot path. Values are scrubbed of CR and LF so no header can be injected.
   auto append_clean = [](std::string& out, std::string_view v) {
+    if (v.find_first_of("\r\n") == std::string_view::npos) {
+      out.append(v);
+      return;
+    }
     for (char c : v) {
       if (c != '\r' && c != '\n') {
         out.push_back(c);
