@@ -26,6 +26,8 @@ struct worker_entry {
   worker_proxy_actor proxy;        ///< The actor that talks to the worker.
   std::shared_ptr<worker_live> live;
   std::chrono::system_clock::time_point registered_at;
+  std::uint64_t version = 0; ///< Version of its registration record (cluster: last writer wins).
+  std::string origin;        ///< Node that wrote that version.
 
   /// True when the worker serves `model` (or any model when `model` is empty).
   bool serves(std::string_view model) const;
@@ -48,6 +50,12 @@ struct model_service {
 struct fleet_snapshot {
   std::uint64_t version = 0;             ///< Increases with every change.
   std::vector<worker_entry_ptr> workers; ///< In registration order.
+  /// Order-independent hash of the registry's records, tombstones included: nodes holding
+  /// the same registrations have the same digest (see protocol::record_hash).
+  std::uint64_t digest = 0;
+  /// Highest record version the registry holds: the shared registry version, the same on
+  /// every node once their registries converged.
+  std::uint64_t shared_version = 0;
 
   /// The worker with `id`, or nullptr.
   const worker_entry* find(std::string_view id) const;

@@ -96,8 +96,11 @@ void gateway::start() {
   stats->set_cluster_members(1, 0, 0); // this node, until the cluster lands
   auto inspector = make_inspector(d.sys, {}, stats);
   cfg.worker.use_strands = cfg.io_threads > 1;
-  auto registry =
-      make_registry(d.sys, d.ioc, view, {regular, prefill, decode}, cfg.worker, inspector);
+  if (cfg.node_name.empty()) {
+    cfg.node_name = cfg.host + ":" + std::to_string(cfg.port);
+  }
+  auto registry = make_registry(d.sys, d.ioc, view, {regular, prefill, decode}, cfg.worker,
+                                inspector, cfg.node_name);
   register_with(inspector, "registry", "registry", registry);
   register_with(inspector, "policy", "policy:regular", regular);
   register_with(inspector, "policy", "policy:prefill", prefill);
@@ -141,7 +144,13 @@ void gateway::start() {
     ask(
         d.sys, registry, [](const std::string&) {},
         [url](caf::error& e) {
-          spdlog::error("cannot register worker {}: {}", url, to_api_error(e).message);
+          auto err = to_api_error(e);
+          if (err.code == protocol::error_code::conflict) {
+            // Restored from the state file, or learnt from a peer, before the flag was read.
+            spdlog::info("worker {} is registered already", url);
+            return;
+          }
+          spdlog::error("cannot register worker {}: {}", url, err.message);
         },
         add_atom_v, std::move(spec));
   }
@@ -184,8 +193,10 @@ void gateway::shutdown(std::function<void()> done) {
       if (in_flight > 0) {
         spdlog::warn("shutting down with {} request(s) still in flight", in_flight);
       }
-      *wait = nullptr; // break the self-reference
-      return finish();
+      // Break the self-reference. That destroys this very closure: keep what it still needs.
+      auto then = finish;
+      *wait = nullptr;
+      return then();
     }
     d.drain_timer->expires_after(std::chrono::milliseconds(50));
     d.drain_timer->async_wait([wait](boost::system::error_code) {

@@ -63,6 +63,16 @@ struct gateway_config {
 
   // -- worker proxies --
   worker_proxy_config worker;
+
+  // -- cluster (docs/cluster.md) --
+  std::string node_name;             ///< This node's name in the cluster; flags default it to host:port.
+  std::uint16_t cluster_port = 0;    ///< Port of the cluster node actor; 0: the node runs alone.
+  std::vector<std::string> cluster_peers; ///< Seed members, host:port of their cluster ports.
+  std::string cluster_advertise;     ///< host:port peers reach this node at; empty: derived.
+  std::string state_file;            ///< Where the registry is persisted; empty: nowhere.
+  std::chrono::milliseconds cluster_heartbeat{1000}; ///< Heartbeats between linked nodes.
+  std::chrono::milliseconds cluster_timeout{5000};   ///< Silence after which a link is dropped.
+  std::chrono::milliseconds cluster_gossip{100};     ///< Load reports, at most this often.
 };
 
 } // namespace troupe::actors

@@ -129,7 +129,7 @@ public:
     for (auto& w : snap->workers) {
       prom::ClientMetric m;
       m.label = {{"worker", w->spec.url}};
-      m.gauge.value = w->live->load();
+      m.gauge.value = w->live->local_load(); // this node's: summing nodes gives the fleet
       out[0].metric.push_back(m);
       m.gauge.value = w->live->health.load() == health_state::healthy ? 1 : 0;
       out[1].metric.push_back(m);

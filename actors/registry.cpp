@@ -1,15 +1,20 @@
 #include "actors/registry.hpp"
 
-#include <caf/typed_event_based_actor.hpp>
-#include <nlohmann/json.hpp>
-#include <random>
-#include <spdlog/spdlog.h>
-
 #include "actors/errors.hpp"
+
+#include <algorithm>
+#include <caf/typed_event_based_actor.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <unordered_map>
 
 namespace troupe::actors {
 
 namespace {
+
+using protocol::worker_record;
 
 struct registry_state {
   static inline const char* name = "registry";
@@ -17,32 +22,32 @@ struct registry_state {
   boost::asio::io_context* ioc = nullptr;
   std::shared_ptr<fleet_view> view;
   std::vector<fleet_listener> listeners;
+  std::vector<replication_listener> replicators;
   worker_proxy_config cfg;
   inspector_actor inspector;
-  std::vector<std::shared_ptr<worker_entry>> workers; ///< Registration order.
-  std::uint64_t version = 0;
-  std::mt19937_64 rng{std::random_device{}()};
+  std::string node;                                   ///< Signs this node's writes.
+  std::vector<std::shared_ptr<worker_entry>> workers; ///< Live workers, registration order.
+  /// Every registration ever seen, by id: live ones and tombstones.
+  std::unordered_map<std::string, worker_record> records;
+  std::uint64_t clock = 0;   ///< Highest record version seen (hybrid logical clock).
+  std::uint64_t digest = 0;  ///< XOR of the records' hashes.
+  std::uint64_t version = 0; ///< Snapshot version.
 };
 
 using self_ptr = registry_actor::stateful_pointer<registry_state>;
 
-std::string new_worker_id(registry_state& st) {
-  for (;;) {
-    char buf[16];
-    std::snprintf(buf, sizeof(buf), "w-%08x", static_cast<unsigned>(st.rng() & 0xffffffffu));
-    std::string id = buf;
-    bool taken = std::any_of(st.workers.begin(), st.workers.end(),
-                             [&](auto& w) { return w->id == id; });
-    if (!taken) {
-      return id;
-    }
-  }
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 void publish(self_ptr self) {
   auto& st = self->state;
   auto snap = std::make_shared<fleet_snapshot>();
   snap->version = ++st.version;
+  snap->digest = st.digest;
+  snap->shared_version = st.clock;
   snap->workers.reserve(st.workers.size());
   for (auto& w : st.workers) {
     // Entries are copied on publication: a published entry is never mutated afterwards.
@@ -53,6 +58,133 @@ void publish(self_ptr self) {
   for (auto& l : st.listeners) {
     self->send(l, publish_atom_v, ptr);
   }
+  for (auto& r : st.replicators) {
+    self->send(r, publish_atom_v, ptr);
+  }
+}
+
+void replicate(self_ptr self, const worker_record& r) {
+  for (auto& l : self->state.replicators) {
+    self->send(l, changes_atom_v, record_batch{r});
+  }
+}
+
+/// Stores `r` (the newest version of its id) and keeps the digest and clock in step.
+void store(registry_state& st, const worker_record& r) {
+  if (auto it = st.records.find(r.id); it != st.records.end()) {
+    st.digest ^= protocol::record_hash(it->second);
+    it->second = r;
+  } else {
+    st.records.emplace(r.id, r);
+  }
+  st.digest ^= protocol::record_hash(r);
+  st.clock = std::max(st.clock, r.version);
+}
+
+/// A new version signed by this node.
+void sign(registry_state& st, worker_record& r) {
+  r.stamp_ms = now_ms();
+  r.version = protocol::next_version(st.clock, r.stamp_ms);
+  r.origin = st.node;
+}
+
+std::vector<std::shared_ptr<worker_entry>>::iterator find_live(registry_state& st,
+                                                               std::string_view id) {
+  return std::find_if(st.workers.begin(), st.workers.end(), [&](auto& w) { return w->id == id; });
+}
+
+/// Spawns the proxy of `entry` (its spec, url and live state set).
+void start_proxy(self_ptr self, worker_entry& entry, protocol::checked_spec checked) {
+  auto& st = self->state;
+  entry.live = std::make_shared<worker_live>();
+  entry.proxy = make_worker_proxy(self->system(), *st.ioc, entry.id, std::move(checked), entry.live,
+                                  caf::actor_cast<worker_listener>(self), st.cfg);
+  register_with(st.inspector, "worker_proxy", "worker_proxy:" + entry.id, entry.proxy);
+}
+
+void stop_proxy(self_ptr self, worker_entry& entry) {
+  self->send(entry.proxy, drain_atom_v);
+  deregister_from(self->state.inspector, entry.proxy);
+}
+
+/// Makes the live worker of `r` (a record that is not a tombstone) as the record says.
+/// Returns false when the record's spec is invalid here (it is still stored: registries
+/// converge on records even when one node cannot serve one).
+bool apply_live(self_ptr self, const worker_record& r) {
+  auto& st = self->state;
+  auto it = find_live(st, r.id);
+  auto models =
+      r.spec.model_id && r.models.empty() ? std::vector<std::string>{*r.spec.model_id} : r.models;
+  if (it != st.workers.end() && (*it)->spec == r.spec) {
+    // Same worker, newer card: keep the proxy (and its health), take the models.
+    (*it)->models = std::move(models);
+    (*it)->version = r.version;
+    (*it)->origin = r.origin;
+    return true;
+  }
+  std::string why;
+  auto checked = protocol::check(r.spec, why);
+  if (!checked) {
+    spdlog::warn("worker {} from {}: invalid here ({}), not served", r.id, r.origin, why);
+    if (it != st.workers.end()) {
+      stop_proxy(self, **it);
+      st.workers.erase(it);
+    }
+    return false;
+  }
+  auto entry = std::make_shared<worker_entry>();
+  entry->id = r.id;
+  entry->spec = checked->spec;
+  entry->url = checked->url;
+  entry->models = std::move(models);
+  entry->registered_at = std::chrono::system_clock::time_point{
+      std::chrono::milliseconds{r.registered_ms > 0 ? r.registered_ms : r.stamp_ms}};
+  entry->version = r.version;
+  entry->origin = r.origin;
+  start_proxy(self, *entry, std::move(*checked));
+  if (it != st.workers.end()) {
+    // The spec changed (registered again elsewhere): a new proxy, at the same place.
+    stop_proxy(self, **it);
+    *it = entry;
+  } else {
+    for (auto& w : st.workers) {
+      if (w->spec.url == entry->spec.url) {
+        spdlog::warn("worker {} and {} share the url {}", w->id, entry->id, entry->spec.url);
+      }
+    }
+    st.workers.push_back(entry);
+  }
+  spdlog::info("worker {} {} ({}) from {}", entry->id, entry->spec.url, to_string(entry->spec.type),
+               r.origin);
+  return true;
+}
+
+/// Merges records written elsewhere; returns whether anything changed.
+bool merge(self_ptr self, record_batch& batch) {
+  auto& st = self->state;
+  bool changed = false;
+  for (auto& r : batch) {
+    if (r.id.empty()) {
+      continue;
+    }
+    st.clock = std::max(st.clock, r.version);
+    auto it = st.records.find(r.id);
+    if (it != st.records.end() && !protocol::supersedes(r, it->second)) {
+      continue;
+    }
+    if (r.deleted) {
+      if (auto w = find_live(st, r.id); w != st.workers.end()) {
+        stop_proxy(self, **w);
+        spdlog::info("removed worker {} {} (by {})", r.id, (*w)->spec.url, r.origin);
+        st.workers.erase(w);
+      }
+    } else {
+      apply_live(self, r);
+    }
+    store(st, r);
+    changed = true;
+  }
+  return changed;
 }
 
 nlohmann::json inspect_state(self_ptr self) {
@@ -61,26 +193,38 @@ nlohmann::json inspect_state(self_ptr self) {
   for (auto& w : st.workers) {
     models.insert(w->models.begin(), w->models.end());
   }
+  auto tombstones = std::count_if(st.records.begin(), st.records.end(),
+                                  [](auto& kv) { return kv.second.deleted; });
+  char digest[20];
+  std::snprintf(digest, sizeof(digest), "%016llx", static_cast<unsigned long long>(st.digest));
   return {{"kind", "registry"},
           {"name", "registry"},
           {"id", self->id()},
+          {"node", st.node},
           {"workers", st.workers.size()},
           {"models", models.size()},
           {"version", st.version},
+          {"records", st.records.size()},
+          {"tombstones", tombstones},
+          {"digest", digest},
+          {"clock", st.clock},
           {"listeners", st.listeners.size()},
+          {"replicators", st.replicators.size()},
           {"mailbox_size", self->mailbox().size()}};
 }
 
 registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* ioc,
                                        std::shared_ptr<fleet_view> view,
                                        std::vector<fleet_listener> listeners,
-                                       worker_proxy_config cfg, inspector_actor inspector) {
+                                       worker_proxy_config cfg, inspector_actor inspector,
+                                       std::string node) {
   auto& st = self->state;
   st.inspector = std::move(inspector);
   st.ioc = ioc;
   st.view = std::move(view);
   st.listeners = std::move(listeners);
   st.cfg = std::move(cfg);
+  st.node = std::move(node);
   return {
       [self](add_atom, protocol::worker_spec& spec) -> caf::result<std::string> {
         auto& st = self->state;
@@ -91,53 +235,111 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         }
         for (auto& w : st.workers) {
           if (w->spec.url == checked->spec.url) {
-            return make_caf_error(protocol::error_code::conflict,
-                                  "worker " + checked->spec.url + " is already registered as " +
-                                      w->id);
+            return make_caf_error(protocol::error_code::conflict, "worker " + checked->spec.url +
+                                                                      " is already registered as " +
+                                                                      w->id);
           }
         }
+        // The id follows the URL; a tombstone of the same URL is this worker coming back.
+        auto id = worker_id_for(checked->spec.url);
+        for (unsigned salt = 1;; ++salt) {
+          auto it = st.records.find(id);
+          if (it == st.records.end() || it->second.spec.url == checked->spec.url) {
+            break;
+          }
+          id = worker_id_for(checked->spec.url, salt);
+        }
+        worker_record r;
+        r.id = id;
+        r.spec = checked->spec;
+        if (checked->spec.model_id) {
+          r.models = {*checked->spec.model_id};
+        }
+        sign(st, r);
+        r.registered_ms = r.stamp_ms;
         auto entry = std::make_shared<worker_entry>();
-        entry->id = new_worker_id(st);
+        entry->id = r.id;
         entry->spec = checked->spec;
         entry->url = checked->url;
-        if (checked->spec.model_id) {
-          entry->models = {*checked->spec.model_id};
-        }
-        entry->live = std::make_shared<worker_live>();
-        entry->registered_at = std::chrono::system_clock::now();
-        entry->proxy = make_worker_proxy(self->system(), *st.ioc, entry->id, std::move(*checked),
-                                         entry->live, caf::actor_cast<worker_listener>(self),
-                                         st.cfg);
+        entry->models = r.models;
+        entry->registered_at =
+            std::chrono::system_clock::time_point{std::chrono::milliseconds{r.registered_ms}};
+        entry->version = r.version;
+        entry->origin = r.origin;
+        start_proxy(self, *entry, std::move(*checked));
         spdlog::info("registered worker {} {} ({})", entry->id, entry->spec.url,
                      to_string(entry->spec.type));
-        register_with(st.inspector, "worker_proxy", "worker_proxy:" + entry->id, entry->proxy);
         st.workers.push_back(entry);
+        store(st, r);
         publish(self);
+        replicate(self, r);
         return entry->id;
       },
       [self](remove_atom, const std::string& id) -> bool {
         auto& st = self->state;
-        auto it = std::find_if(st.workers.begin(), st.workers.end(),
-                               [&](auto& w) { return w->id == id; });
+        auto it = find_live(st, id);
         if (it == st.workers.end()) {
           return false;
         }
-        self->send((*it)->proxy, drain_atom_v);
-        deregister_from(st.inspector, (*it)->proxy);
+        stop_proxy(self, **it);
         spdlog::info("removed worker {} {}", id, (*it)->spec.url);
+        worker_record r;
+        if (auto rec = st.records.find(id); rec != st.records.end()) {
+          r = rec->second;
+        } else {
+          r.id = id;
+          r.spec = (*it)->spec;
+        }
+        // A tombstone keeps the URL (a re-registration reuses the id) but no secret.
+        r.deleted = true;
+        r.models.clear();
+        r.spec.api_key.clear();
+        sign(st, r);
         st.workers.erase(it);
+        store(st, r);
         publish(self);
+        replicate(self, r);
         return true;
       },
       [self](models_atom, const std::string& id, std::vector<std::string>& models) {
         auto& st = self->state;
-        for (auto& w : st.workers) {
-          if (w->id == id && w->models != models) {
-            w->models = std::move(models);
-            publish(self);
-            return;
-          }
+        auto it = find_live(st, id);
+        if (it == st.workers.end() || (*it)->models == models) {
+          return;
         }
+        (*it)->models = std::move(models);
+        auto rec = st.records.find(id);
+        if (rec == st.records.end()) {
+          return publish(self);
+        }
+        // The model card is shared: the first node to read it tells the others.
+        auto r = rec->second;
+        r.models = (*it)->models;
+        sign(st, r);
+        (*it)->version = r.version;
+        (*it)->origin = r.origin;
+        store(st, r);
+        publish(self);
+        replicate(self, r);
+      },
+      [self](merge_atom, record_batch& batch) {
+        if (merge(self, batch)) {
+          publish(self);
+        }
+      },
+      [self](records_atom) {
+        auto& st = self->state;
+        record_batch out;
+        out.reserve(st.records.size());
+        for (auto& [id, r] : st.records) {
+          out.push_back(r);
+        }
+        std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.id < b.id; });
+        return out;
+      },
+      [self](subscribe_atom, replication_listener& l) {
+        self->send(l, publish_atom_v, self->state.view->get());
+        self->state.replicators.push_back(std::move(l));
       },
       [self](stop_atom) {
         for (auto& w : self->state.workers) {
@@ -153,12 +355,26 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
 
 } // namespace
 
+std::string worker_id_for(std::string_view url, unsigned salt) {
+  // FNV-1a of the URL (and the salt), folded to 32 bits.
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : url) {
+    h = (h ^ c) * 1099511628211ull;
+  }
+  for (unsigned s = salt; s > 0; s >>= 8) {
+    h = (h ^ (s & 0xffu)) * 1099511628211ull;
+  }
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "w-%08x", static_cast<unsigned>((h >> 32) ^ (h & 0xffffffffu)));
+  return buf;
+}
+
 registry_actor make_registry(caf::actor_system& sys, boost::asio::io_context& ioc,
                              std::shared_ptr<fleet_view> view,
                              std::vector<fleet_listener> listeners, worker_proxy_config cfg,
-                             inspector_actor inspector) {
+                             inspector_actor inspector, std::string node_name) {
   return sys.spawn(registry, &ioc, std::move(view), std::move(listeners), std::move(cfg),
-                   std::move(inspector));
+                   std::move(inspector), std::move(node_name));
 }
 
 } // namespace troupe::actors

@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 #include <memory>
 
+#include "actors/cluster_view.hpp"
 #include "actors/fleet.hpp"
 #include "actors/gateway_config.hpp"
 #include "actors/inspector.hpp"
@@ -35,6 +36,8 @@ struct gateway_services {
   // -- observability --
   std::shared_ptr<troupe::actors::metrics> metrics{}; ///< This node's metrics (null: none).
   inspector_actor inspector{}; ///< Reads the long-lived actors' state for `/admin`.
+  /// The cluster as this node sees it (written by the cluster node; empty when alone).
+  std::shared_ptr<cluster_view> cluster = std::make_shared<cluster_view>();
 };
 
 using services_ptr = std::shared_ptr<const gateway_services>;

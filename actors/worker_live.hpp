@@ -26,7 +26,10 @@ std::string_view to_string(breaker_state s) noexcept;
 /// The live state of one worker. Its proxy writes it; policies, endpoints and the cluster
 /// read it without asking (atomics: the hot path takes no message and no lock for it).
 struct worker_live {
-  std::atomic<int> in_flight{0};               ///< Requests being served now (the load).
+  std::atomic<int> in_flight{0};               ///< Requests this node has at the worker now.
+  /// Requests the other cluster members have at the worker, as they last reported (the
+  /// cluster node writes it; zero when the node runs alone).
+  std::atomic<int> remote_in_flight{0};
   std::atomic<health_state> health{health_state::unknown};
   std::atomic<breaker_state> breaker{breaker_state::closed};
   std::atomic<std::uint64_t> requests{0};      ///< Requests dispatched, ever.
@@ -38,7 +41,14 @@ struct worker_live {
            breaker.load(std::memory_order_relaxed) != breaker_state::open;
   }
 
-  int load() const noexcept { return in_flight.load(std::memory_order_relaxed); }
+  /// The fleet-wide load: this node's requests in flight plus the other members'.
+  int load() const noexcept {
+    return in_flight.load(std::memory_order_relaxed) +
+           remote_in_flight.load(std::memory_order_relaxed);
+  }
+
+  /// This node's own requests in flight.
+  int local_load() const noexcept { return in_flight.load(std::memory_order_relaxed); }
 };
 
 } // namespace troupe::actors

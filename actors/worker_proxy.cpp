@@ -260,7 +260,7 @@ nlohmann::json inspect_state(self_ptr self) {
       {"worker_type", to_string(st.spec.spec.type)},
       {"health", to_string(st.live->health.load())},
       {"circuit_breaker", to_string(st.live->breaker.load())},
-      {"in_flight", st.live->load()},
+      {"in_flight", st.live->local_load()},
       {"requests_total", st.live->requests.load()},
       {"failures_total", st.live->failures.load()},
       {"pool_connections", st.pool->open_connections()},

@@ -35,6 +35,16 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_ATOM(troupe, troupe, list_atom, "list")
   CAF_ADD_ATOM(troupe, troupe, refresh_atom, "refresh")
 
+  // -- cluster (peers exchange only `gossip_atom` + msgpack bytes; see protocol/cluster_wire) --
+
+  CAF_ADD_ATOM(troupe, troupe, gossip_atom, "gossip")
+  CAF_ADD_ATOM(troupe, troupe, merge_atom, "merge")
+  CAF_ADD_ATOM(troupe, troupe, records_atom, "records")
+  CAF_ADD_ATOM(troupe, troupe, changes_atom, "changes")
+  CAF_ADD_ATOM(troupe, troupe, subscribe_atom, "subscribe")
+  CAF_ADD_ATOM(troupe, troupe, tick_atom, "tick")
+  CAF_ADD_ATOM(troupe, troupe, persist_atom, "persist")
+
   // -- network types --
 
   CAF_ADD_TYPE_ID(troupe, (troupe::protocol::worker_spec))

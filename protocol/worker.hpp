@@ -38,6 +38,8 @@ struct worker_spec {
   std::optional<std::string> model_id;         ///< Model served; asked from the worker if unset.
   provider_kind provider = provider_kind::none; ///< External provider, if any.
   std::string api_key;                         ///< Secret sent to the worker; never shown back.
+
+  friend bool operator==(const worker_spec&, const worker_spec&) = default;
 };
 
 /// A validated spec: the spec with its URL parsed, or the reason it is invalid.

@@ -5,6 +5,8 @@
 #include "actors/inspector.hpp"
 
 #include <charconv>
+#include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace troupe::actors {
@@ -31,9 +33,9 @@ endpoint_handler guarded(endpoint_handler handler) {
   };
 }
 
-/// This node as members of a cluster name it: its API address.
+/// This node as members of a cluster name it: `--node-name`, by default its API address.
 std::string node_name(const gateway_config& cfg) {
-  return cfg.host + ":" + std::to_string(cfg.port);
+  return cfg.node_name.empty() ? cfg.host + ":" + std::to_string(cfg.port) : cfg.node_name;
 }
 
 /// The value of query parameter `key` in `target`, if present (no percent-decoding: admin
@@ -122,42 +124,127 @@ void list_requests(http_context& ctx) {
 
 // -- GET /admin/cluster, /admin/workers --
 
-void cluster_view(http_context& ctx) {
-  // One member (this node) until the cluster lands: the shape already carries a list, the
-  // states and each member's own registry version, so peers slot in without a new format.
+std::string hex(std::uint64_t x) {
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+std::int64_t ms_since(std::chrono::steady_clock::time_point t) {
+  if (t == std::chrono::steady_clock::time_point{}) {
+    return -1; // never heard
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+std::int64_t epoch_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+void cluster_members(http_context& ctx) {
   auto fleet = ctx.svc->fleet->get();
+  auto status = ctx.svc->cluster->get();
   auto node = node_name(ctx.svc->cfg);
-  json self{{"name", node},
-            {"address", node},
-            {"state", "up"},
-            {"self", true},
-            {"last_heard_ms", 0},
-            {"registry_version", fleet->version},
-            {"workers", fleet->workers.size()}};
+  json members = json::array();
+  std::map<std::string, int> counts{{"up", 0}, {"suspect", 0}, {"down", 0}};
+  auto self_entry = [&] {
+    return json{{"name", node},
+                {"address", ctx.svc->cfg.host + ":" + std::to_string(ctx.svc->cfg.port)},
+                {"state", "up"},
+                {"self", true},
+                {"last_heard_ms", 0},
+                {"registry_version", fleet->version},
+                {"shared_version", fleet->shared_version},
+                {"registry_digest", hex(fleet->digest)},
+                {"in_sync", true},
+                {"workers", fleet->workers.size()}};
+  };
+  if (!status->enabled) {
+    // Alone: this node is the only member.
+    members.push_back(self_entry());
+    counts["up"] = 1;
+  }
+  for (auto& m : status->enabled ? status->members : std::vector<member_status>{}) {
+    if (m.self) {
+      auto j = self_entry();
+      j["cluster_address"] = m.cluster_address;
+      j["incarnation"] = hex(m.incarnation);
+      members.push_back(std::move(j));
+      ++counts["up"];
+      continue;
+    }
+    ++counts[m.state];
+    members.push_back({{"name", m.name},
+                       {"address", m.api_address},
+                       {"cluster_address", m.cluster_address},
+                       {"state", m.state},
+                       {"self", false},
+                       {"last_heard_ms", ms_since(m.last_heard)},
+                       {"since", epoch_ms(m.since)},
+                       {"reason", m.reason},
+                       {"incarnation", hex(m.incarnation)},
+                       {"registry_version", m.registry_version},
+                       {"shared_version", m.shared_version},
+                       {"registry_digest", hex(m.registry_digest)},
+                       {"in_sync", m.state == "up" && m.registry_digest == fleet->digest},
+                       {"workers", m.workers}});
+  }
   json body{{"self", node},
+            {"clustered", status->enabled},
             {"registry_version", fleet->version},
-            {"members", json::array({std::move(self)})},
-            {"counts", {{"up", 1}, {"suspect", 0}, {"down", 0}}}};
-  ctx.json(200, body.dump());
+            {"shared_version", fleet->shared_version},
+            {"registry_digest", hex(fleet->digest)},
+            {"members", std::move(members)},
+            {"counts", counts}};
+  ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 void workers_view(http_context& ctx) {
   auto fleet = ctx.svc->fleet->get();
+  auto status = ctx.svc->cluster->get();
   auto node = node_name(ctx.svc->cfg);
   json workers = json::array();
   long long total_load = 0;
+  long long local_total = 0;
+  // Peers' shares as they last reported them (only members up count: a node declared down
+  // no longer contributes).
+  std::map<std::string, long long> node_totals;
   for (auto& w : fleet->workers) {
     auto j = to_json(*w);
-    auto load = w->live->load();
-    total_load += load;
-    // Per-node load: this node's in-flight count is the only contribution until peers share
-    // theirs; fleet-wide load is their sum.
-    j["load_by_node"] = {{node, load}};
-    j["load_total"] = load;
+    auto local = w->live->local_load();
+    json by_node{{node, local}};
+    long long sum = local;
+    for (auto& m : status->members) {
+      if (m.self || m.state == "down") {
+        continue;
+      }
+      auto it = m.loads.find(w->id);
+      auto n = it == m.loads.end() ? 0 : it->second;
+      by_node[m.name] = n;
+      sum += n;
+      node_totals[m.name] += n;
+    }
+    local_total += local;
+    total_load += sum;
+    j["origin"] = w->origin;
+    j["load_by_node"] = std::move(by_node);
+    j["load_total"] = sum;
     workers.push_back(std::move(j));
   }
-  json nodes = json::array(
-      {{{"name", node}, {"self", true}, {"load", total_load}, {"workers", fleet->workers.size()}}});
+  json nodes = json::array({{{"name", node},
+                             {"self", true},
+                             {"load", local_total},
+                             {"workers", fleet->workers.size()}}});
+  for (auto& m : status->members) {
+    if (!m.self && m.state != "down") {
+      nodes.push_back({{"name", m.name},
+                       {"self", false},
+                       {"state", m.state},
+                       {"load", node_totals[m.name]},
+                       {"workers", m.workers}});
+    }
+  }
   json body{{"version", fleet->version},
             {"total", fleet->workers.size()},
             {"load", total_load},
@@ -188,7 +275,7 @@ void add_admin_routes(route_table& routes) {
   add("/admin/actors", list_actors);
   add("/admin/actors/{id}", get_actor);
   add("/admin/requests", list_requests);
-  add("/admin/cluster", cluster_view);
+  add("/admin/cluster", cluster_members);
   add("/admin/workers", workers_view);
   // The page holds no data (it fetches the routes above with the key the operator enters), so
   // a browser can open it without a header.

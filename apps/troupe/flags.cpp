@@ -1,11 +1,13 @@
 #include "apps/troupe/flags.hpp"
 
+#include "actors/policy.hpp"
+#include "cluster/address.hpp"
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cmath>
 #include <iostream>
-
-#include "actors/policy.hpp"
+#include <unistd.h>
 
 namespace troupe::apps {
 
@@ -28,8 +30,8 @@ bool to_prefill(const std::vector<std::vector<std::string>>& groups,
       unsigned port = 0;
       auto [p, ec] = std::from_chars(g[1].data(), g[1].data() + g[1].size(), port);
       if (ec != std::errc{} || p != g[1].data() + g[1].size() || port == 0 || port > 65535) {
-        why = "--prefill " + g[0] + ": bootstrap port must be 1-65535 or 'none', got '" + g[1] +
-              "'";
+        why =
+            "--prefill " + g[0] + ": bootstrap port must be 1-65535 or 'none', got '" + g[1] + "'";
         return false;
       }
       f.bootstrap_port = static_cast<std::uint16_t>(port);
@@ -37,6 +39,16 @@ bool to_prefill(const std::vector<std::vector<std::string>>& groups,
     out.push_back(std::move(f));
   }
   return true;
+}
+
+/// Accepts `host:port` (cluster addresses).
+CLI::Validator endpoint_check() {
+  return CLI::Validator(
+      [](std::string& s) {
+        std::string why;
+        return cluster::parse_endpoint(s, why) ? std::string{} : why;
+      },
+      "HOST:PORT");
 }
 
 } // namespace
@@ -75,8 +87,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->expected(1, -1);
   app.add_option("--openai-api-key", cfg.openai_api_key, "API key of the OpenAI providers")
       ->envname("OPENAI_API_KEY");
-  app.add_option("--anthropic-api-key", cfg.anthropic_api_key,
-                 "API key of the Anthropic providers")
+  app.add_option("--anthropic-api-key", cfg.anthropic_api_key, "API key of the Anthropic providers")
       ->envname("ANTHROPIC_API_KEY");
   app.add_option("--upstream-ca-file", cfg.upstream_ca_file,
                  "PEM CA bundle trusted for https workers, besides the system's")
@@ -84,8 +95,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
 
   // -- routing --
   auto policies = actors::strategy_names();
-  app.add_option("--policy", cfg.policy, "Worker selection policy")
-      ->check(CLI::IsMember(policies));
+  app.add_option("--policy", cfg.policy, "Worker selection policy")->check(CLI::IsMember(policies));
   app.add_option("--prefill-policy", cfg.prefill_policy,
                  "Policy for prefill workers (default: --policy)")
       ->check(CLI::IsMember(policies));
@@ -151,6 +161,34 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--log-json", cfg.log_json, "Log one JSON object per line");
 
+  // -- cluster --
+  app.add_option("--node-name", cfg.node_name,
+                 "This node's name in the cluster (default: host:port of the API)");
+  app.add_option("--cluster-port", cfg.cluster_port,
+                 "Port where cluster peers reach this node (0: no cluster, the node runs alone)");
+  app.add_option("--cluster-peers", cfg.cluster_peers,
+                 "Seed members, host:port of their cluster ports (comma-separated or repeated)")
+      ->delimiter(',')
+      ->check(endpoint_check());
+  app.add_option("--cluster-advertise", cfg.cluster_advertise,
+                 "host:port peers reach this node at (default: --host, or the machine's name "
+                 "when --host is 0.0.0.0, with --cluster-port)")
+      ->check(endpoint_check());
+  double cluster_heartbeat = cfg.cluster_heartbeat.count() / 1000.0;
+  double cluster_timeout = cfg.cluster_timeout.count() / 1000.0;
+  double cluster_gossip = cfg.cluster_gossip.count() / 1000.0;
+  app.add_option("--cluster-heartbeat-secs", cluster_heartbeat,
+                 "Heartbeats between linked nodes, and the longest gap between load reports")
+      ->check(CLI::Range(0.05, 60.0));
+  app.add_option("--cluster-timeout-secs", cluster_timeout,
+                 "A peer silent this long is dropped (down), even with its connection open")
+      ->check(CLI::Range(0.2, 600.0));
+  app.add_option("--cluster-gossip-interval-secs", cluster_gossip,
+                 "Load reports are sent at most this often while load changes")
+      ->check(CLI::Range(0.01, 10.0));
+  app.add_option("--state-file", cfg.state_file,
+                 "Persist the worker registry here (msgpack) and restore it at start-up");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -167,6 +205,28 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     std::cerr << "troupe: --prefill and --decode need --pd-disaggregation\n";
     exit_code = 2;
     return std::nullopt;
+  }
+  cfg.cluster_heartbeat = secs(cluster_heartbeat);
+  cfg.cluster_timeout = secs(cluster_timeout);
+  cfg.cluster_gossip = secs(cluster_gossip);
+  if (cfg.cluster_timeout <= cfg.cluster_heartbeat) {
+    std::cerr << "troupe: --cluster-timeout-secs must be longer than --cluster-heartbeat-secs\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (!cfg.cluster_peers.empty() && cfg.cluster_port == 0) {
+    std::cerr << "troupe: --cluster-peers needs --cluster-port\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (cfg.node_name.empty()) {
+    // Listening on every interface: the machine's name tells nodes apart, not 0.0.0.0.
+    auto host = cfg.host;
+    char name[256] = {};
+    if ((host == "0.0.0.0" || host == "::") && ::gethostname(name, sizeof(name) - 1) == 0) {
+      host = name;
+    }
+    cfg.node_name = host + ":" + std::to_string(cfg.port);
   }
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);

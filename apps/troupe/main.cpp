@@ -1,5 +1,13 @@
 // troupe: one gateway node. Parses flags, builds the actor system on the io threads, runs.
 
+#include "actors/asio_scheduler.hpp"
+#include "actors/errors.hpp"
+#include "actors/gateway.hpp"
+#include "apps/troupe/flags.hpp"
+#include "apps/troupe/logging.hpp"
+#include "cluster/cluster.hpp"
+#include "protocol/type_ids.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <caf/actor_system.hpp>
@@ -7,13 +15,6 @@
 #include <iostream>
 #include <spdlog/spdlog.h>
 #include <thread>
-
-#include "actors/asio_scheduler.hpp"
-#include "actors/errors.hpp"
-#include "actors/gateway.hpp"
-#include "apps/troupe/flags.hpp"
-#include "apps/troupe/logging.hpp"
-#include "protocol/type_ids.hpp"
 
 int main(int argc, char** argv) {
   using namespace troupe;
@@ -29,12 +30,20 @@ int main(int argc, char** argv) {
   sys_cfg.add_message_types<caf::id_block::troupe>();
   sys_cfg.add_error_category(caf::atom("troupe"), actors::render_caf_error);
   actors::asio_scheduler scheduler{sys_cfg, ioc};
+  // With a cluster port, CAF's middleman joins the system: its multiplexer thread runs the
+  // network brokers; every other actor (the cluster node included) still runs on the io threads.
+  cluster::configure(sys_cfg, *cfg);
   int rc = 0;
   {
     caf::actor_system sys{sys_cfg};
     actors::gateway node{sys, ioc, *cfg};
+    std::unique_ptr<cluster::runtime> cl;
     try {
       node.start();
+      if (cluster::wanted(*cfg)) {
+        cl = std::make_unique<cluster::runtime>(sys, node.services());
+        cl->start();
+      }
     } catch (const std::exception& e) {
       spdlog::critical("{}", e.what());
       scheduler.hand_back();
@@ -46,6 +55,11 @@ int main(int argc, char** argv) {
         return;
       }
       spdlog::info("signal {}: shutting down", sig);
+      // Leave the cluster first: peers drop this node's share at once, and the state file is
+      // written while the registry still answers.
+      if (cl) {
+        cl->stop();
+      }
       node.shutdown([&ioc] { ioc.stop(); });
     });
     std::vector<std::thread> threads;

@@ -1,0 +1,21 @@
+# Troupe (gateway) and troupe-sim (worker simulator) on Debian 12, built the way the README
+# builds them. docker-compose.yml runs a three-node cluster from this image.
+FROM debian:12
+
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /src
+
+# Dependencies first: the layer survives source changes.
+COPY scripts/install-deps.sh scripts/install-deps.sh
+RUN scripts/install-deps.sh --no-browser && rm -rf /var/lib/apt/lists/*
+
+COPY . .
+RUN BUILD_DIR=/tmp/build scripts/build.sh troupe troupe-sim \
+    && install -m 0755 /tmp/build/apps/troupe/troupe /tmp/build/apps/troupe-sim/troupe-sim \
+       /usr/local/bin/ \
+    && rm -rf /tmp/build \
+    && mkdir -p /var/lib/troupe
+
+# API, metrics, cluster port.
+EXPOSE 30000 29000 7000
+CMD ["troupe", "--host", "0.0.0.0"]

@@ -1,0 +1,116 @@
+#pragma once
+
+// What gateway nodes tell each other, and what a node writes to its state file. Everything is
+// msgpack: maps keyed by short field names, so a reader skips the fields it does not know and
+// keeps defaults for the ones it misses. Nodes of adjacent versions therefore interoperate
+// during a rolling upgrade; a change that old readers cannot survive raises
+// `cluster_wire_compat`, and older readers then drop such messages with a clear reason.
+
+#include "protocol/worker.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace troupe::protocol {
+
+/// The wire version this build writes.
+inline constexpr std::uint32_t cluster_wire_version = 1;
+
+/// The oldest wire version whose readers understand what this build writes. Raised only by a
+/// change that is not additive (a field whose meaning changed, a message old readers misread).
+inline constexpr std::uint32_t cluster_wire_compat = 1;
+
+/// One worker registration as the cluster replicates it. Last writer wins by
+/// (`version`, `origin`); a deleted worker stays as a tombstone so that a late copy of the live
+/// record cannot bring it back.
+struct worker_record {
+  std::string id;                  ///< Registry id (the same on every node).
+  worker_spec spec;                ///< As registered (the api key travels: links are trusted).
+  std::vector<std::string> models; ///< The model card: ids the worker serves, once discovered.
+  std::uint64_t version = 0;       ///< Hybrid logical clock of the write (see `next_version`).
+  std::string origin;              ///< Node that wrote this version.
+  bool deleted = false;            ///< A tombstone.
+  std::int64_t stamp_ms = 0;       ///< Wall clock of the write on `origin` (ms since epoch).
+  std::int64_t registered_ms = 0;  ///< When the worker was first registered (ms since epoch).
+
+  friend bool operator==(const worker_record&, const worker_record&) = default;
+};
+
+/// True when `a` replaces `b`: a higher version, or the same version from a greater node name.
+bool supersedes(const worker_record& a, const worker_record& b) noexcept;
+
+/// The version of a new write: the wall clock in ms, or one more than the highest version seen
+/// when that is later (a clock behind its peers still orders writes after what it saw).
+std::uint64_t next_version(std::uint64_t highest_seen, std::int64_t now_ms) noexcept;
+
+/// A hash of what makes a record's version (id, version, origin, tombstone). XOR-ed over all
+/// records it gives a registry digest that does not depend on order: two nodes holding the
+/// same records have the same digest.
+std::uint64_t record_hash(const worker_record& r) noexcept;
+
+/// A member's greeting, sent to each peer when a link comes up.
+struct cluster_hello {
+  std::string api_address;        ///< Where clients reach the sender's API (host:port).
+  std::string cluster_address;    ///< Where peers reach the sender's cluster port (host:port).
+  std::vector<std::string> peers; ///< Cluster addresses of the members the sender knows.
+};
+
+/// Registry records: the sender's whole state (`full`, on a new link or when digests differ),
+/// or the writes it just made.
+struct registry_sync {
+  bool full = false;
+  std::vector<worker_record> records;
+};
+
+/// The sender's load: requests it has in flight per worker (workers at zero are left out).
+/// Sent periodically; each report replaces the previous one from the same sender.
+struct load_report {
+  std::uint64_t seq = 0;                                   ///< Increases per report.
+  std::vector<std::pair<std::string, std::int32_t>> loads; ///< (worker id, in flight).
+  std::uint64_t registry_digest = 0;                       ///< The sender's registry digest.
+  std::uint64_t registry_version = 0; ///< The sender's snapshot version (a local counter).
+  std::uint32_t workers = 0;          ///< Live workers the sender knows.
+  std::uint64_t shared_version = 0;   ///< The sender's highest record version.
+};
+
+/// The sender leaves the cluster (graceful shutdown): peers drop it at once.
+struct cluster_bye {};
+
+/// One message between nodes: an envelope naming the sender, and one body.
+struct cluster_message {
+  std::uint32_t version = cluster_wire_version; ///< Wire version of the writer.
+  std::uint32_t compat = cluster_wire_compat;   ///< Oldest wire version that can read it.
+  std::string from;                             ///< Sender's node name.
+  std::uint64_t incarnation = 0; ///< Random per process start: tells a restarted node apart.
+  std::int64_t sent_ms = 0;      ///< Sender's wall clock.
+  std::variant<cluster_hello, registry_sync, load_report, cluster_bye> body;
+};
+
+/// The message as msgpack bytes.
+std::string encode(const cluster_message& m);
+
+/// Reads a message. Unknown fields are skipped and missing ones keep their defaults; a
+/// malformed payload, an unknown body kind or a `compat` above `cluster_wire_version` returns
+/// nothing and sets `why`.
+std::optional<cluster_message> decode_message(std::string_view bytes, std::string& why);
+
+/// What a node persists: its registry's records (tombstones included).
+struct registry_file {
+  std::uint32_t version = cluster_wire_version; ///< Wire version of the writer.
+  std::string node;                             ///< Node that wrote the file.
+  std::int64_t saved_ms = 0;                    ///< When it was written.
+  std::vector<worker_record> records;
+};
+
+/// The state file's bytes.
+std::string encode(const registry_file& f);
+
+/// Reads a state file (same compatibility rules as messages).
+std::optional<registry_file> decode_registry_file(std::string_view bytes, std::string& why);
+
+} // namespace troupe::protocol

@@ -1,0 +1,226 @@
+#include "actors/ask.hpp"
+#include "actors/registry.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <catch2/catch.hpp>
+
+using namespace troupe;
+using namespace troupe::actors;
+using protocol::worker_record;
+
+namespace {
+
+/// What a replication listener received.
+struct replicated {
+  std::vector<fleet_ptr> snapshots;
+  std::vector<worker_record> changes;
+};
+
+/// Registries on a deterministic actor system. The io_context never runs: worker proxies are
+/// spawned but reach no worker, which is all these tests need (registrations, not traffic).
+struct fixture {
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  boost::asio::io_context ioc;
+  std::vector<caf::actor> spawned;
+
+  fixture()
+      : sys(init(cfg)), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+
+  ~fixture() {
+    for (auto& a : spawned) {
+      caf::anon_send(caf::actor_cast<registry_actor>(a), stop_atom_v);
+    }
+    sched.run();
+    sched.clock().cancel_all();
+    sched.run();
+    sys.await_actors_before_shutdown(false);
+  }
+
+  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    cfg.add_message_types<caf::id_block::troupe>();
+    return cfg;
+  }
+
+  struct node {
+    registry_actor registry;
+    std::shared_ptr<fleet_view> view;
+    std::shared_ptr<replicated> seen;
+  };
+
+  node registry(std::string name) {
+    node n;
+    n.view = std::make_shared<fleet_view>();
+    n.seen = std::make_shared<replicated>();
+    n.registry = make_registry(sys, ioc, n.view, {}, worker_proxy_config{}, {}, std::move(name));
+    spawned.push_back(caf::actor_cast<caf::actor>(n.registry));
+    auto seen = n.seen;
+    auto listener =
+        sys.spawn([seen](replication_listener::pointer) -> replication_listener::behavior_type {
+          return {
+              [seen](publish_atom, fleet_ptr& f) { seen->snapshots.push_back(f); },
+              [seen](changes_atom, record_batch& rs) {
+                seen->changes.insert(seen->changes.end(), rs.begin(), rs.end());
+              },
+          };
+        });
+    caf::anon_send(n.registry, subscribe_atom_v, listener);
+    sched.run();
+    return n;
+  }
+
+  std::string add(const node& n, std::string url) {
+    auto out = std::make_shared<std::string>();
+    ask(
+        sys, n.registry, [out](const std::string& id) { *out = id; },
+        [out](caf::error&) { *out = "error"; }, add_atom_v,
+        protocol::worker_spec{std::move(url), protocol::worker_type::regular, {}, {}, {}, {}});
+    sched.run();
+    return *out;
+  }
+
+  bool remove(const node& n, std::string id) {
+    auto out = std::make_shared<bool>(false);
+    ask(
+        sys, n.registry, [out](bool existed) { *out = existed; }, [](caf::error&) {}, remove_atom_v,
+        std::move(id));
+    sched.run();
+    return *out;
+  }
+
+  record_batch records(const node& n) {
+    auto out = std::make_shared<record_batch>();
+    ask(
+        sys, n.registry, [out](record_batch& rs) { *out = std::move(rs); }, [](caf::error&) {},
+        records_atom_v);
+    sched.run();
+    return *out;
+  }
+
+  void merge(const node& n, record_batch rs) {
+    caf::anon_send(n.registry, merge_atom_v, std::move(rs));
+    sched.run();
+  }
+};
+
+std::vector<std::string> urls(const fleet_view& v) {
+  std::vector<std::string> out;
+  for (auto& w : v.get()->workers) {
+    out.push_back(w->spec.url);
+  }
+  return out;
+}
+
+worker_record record(std::string id, std::string url, std::uint64_t version, std::string origin,
+                     bool deleted = false) {
+  worker_record r;
+  r.id = std::move(id);
+  r.spec.url = std::move(url);
+  r.version = version;
+  r.origin = std::move(origin);
+  r.deleted = deleted;
+  r.stamp_ms = static_cast<std::int64_t>(version);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("worker ids follow the url, so every node gives a worker the same id") {
+  CHECK(worker_id_for("http://h:1") == worker_id_for("http://h:1"));
+  CHECK(worker_id_for("http://h:1") != worker_id_for("http://h:2"));
+  CHECK(worker_id_for("http://h:1", 1) != worker_id_for("http://h:1"));
+  CHECK(worker_id_for("http://h:1").size() == 10); // w-xxxxxxxx
+}
+
+TEST_CASE_METHOD(fixture, "a registration is a signed record, replicated at once") {
+  auto a = registry("node-a");
+  auto id = add(a, "http://10.0.0.1:8000");
+  CHECK(id == worker_id_for("http://10.0.0.1:8000"));
+  REQUIRE(a.seen->changes.size() == 1);
+  auto& r = a.seen->changes[0];
+  CHECK(r.id == id);
+  CHECK(r.origin == "node-a");
+  CHECK_FALSE(r.deleted);
+  CHECK(r.version > 0);
+  CHECK(records(a) == record_batch{r});
+  auto snap = a.view->get();
+  REQUIRE(snap->workers.size() == 1);
+  CHECK(snap->workers[0]->origin == "node-a");
+  CHECK(snap->shared_version == r.version);
+  CHECK(snap->digest == protocol::record_hash(r));
+  CHECK(a.seen->snapshots.back() == snap);
+}
+
+TEST_CASE_METHOD(fixture, "merged records: the newer version wins, a tombstone stays") {
+  auto b = registry("node-b");
+  merge(b, {record("w-1", "http://h:1", 100, "node-a")});
+  CHECK(urls(*b.view) == std::vector<std::string>{"http://h:1"});
+  CHECK(b.seen->changes.empty()); // merged records are not this node's writes
+
+  SECTION("an older copy changes nothing") {
+    auto before = b.view->get();
+    merge(b, {record("w-1", "http://h:1", 99, "node-z", true)});
+    CHECK(b.view->get() == before);
+  }
+  SECTION("a newer tombstone removes it; the live record arriving late does not revive it") {
+    merge(b, {record("w-1", "http://h:1", 101, "node-c", true)});
+    CHECK(urls(*b.view).empty());
+    merge(b, {record("w-1", "http://h:1", 100, "node-a")});
+    CHECK(urls(*b.view).empty());
+    auto rs = records(b);
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].deleted);
+  }
+  SECTION("same version: the greater node name wins on every node") {
+    merge(b, {record("w-1", "http://h:1", 100, "node-c", true)});
+    CHECK(urls(*b.view).empty());
+  }
+  SECTION("a local write after a merge orders after it") {
+    CHECK(remove(b, "w-1"));
+    REQUIRE(b.seen->changes.size() == 1);
+    CHECK(b.seen->changes[0].deleted);
+    CHECK(b.seen->changes[0].version > 100);
+    CHECK(b.seen->changes[0].spec.api_key.empty());
+  }
+}
+
+TEST_CASE_METHOD(fixture, "registries fed the same records in any order converge") {
+  auto a = registry("node-a");
+  auto b = registry("node-b");
+  record_batch rs{
+      record("w-1", "http://h:1", 100, "node-a"), record("w-2", "http://h:2", 105, "node-b"),
+      record("w-1", "http://h:1", 110, "node-c", true), record("w-3", "http://h:3", 90, "node-c")};
+  for (auto& r : rs) {
+    merge(a, {r});
+  }
+  for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
+    merge(b, {*it});
+  }
+  CHECK(records(a) == records(b));
+  CHECK(a.view->get()->digest == b.view->get()->digest);
+  CHECK(a.view->get()->shared_version == 110);
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  CHECK(sorted(urls(*a.view)) == std::vector<std::string>{"http://h:2", "http://h:3"});
+  CHECK(sorted(urls(*b.view)) == sorted(urls(*a.view)));
+}
+
+TEST_CASE_METHOD(fixture, "a removed worker registered again keeps its id and comes back") {
+  auto a = registry("node-a");
+  auto id = add(a, "http://h:1");
+  CHECK(remove(a, id));
+  CHECK(add(a, "http://h:1") == id);
+  REQUIRE(a.seen->changes.size() == 3);
+  CHECK(a.seen->changes[2].version > a.seen->changes[1].version);
+  CHECK_FALSE(a.seen->changes[2].deleted);
+  CHECK(urls(*a.view) == std::vector<std::string>{"http://h:1"});
+  CHECK(add(a, "http://h:1") == "error"); // registered twice: a conflict, as before
+}

@@ -1,0 +1,331 @@
+#include "protocol/cluster_wire.hpp"
+
+#include <catch2/catch.hpp>
+#include <msgpack.hpp>
+
+using namespace troupe::protocol;
+
+namespace {
+
+worker_record sample_record() {
+  worker_record r;
+  r.id = "w-1a2b3c4d";
+  r.spec.url = "http://10.0.0.7:8000";
+  r.spec.type = worker_type::prefill;
+  r.spec.bootstrap_port = 8998;
+  r.spec.model_id = "llama";
+  r.spec.api_key = "sk-secret";
+  r.models = {"llama", "llama-lora"};
+  r.version = 1700000000123;
+  r.origin = "node-a:30000";
+  r.stamp_ms = 1700000000123;
+  r.registered_ms = 1700000000000;
+  return r;
+}
+
+cluster_message envelope(decltype(cluster_message::body) body) {
+  cluster_message m;
+  m.from = "node-a:30000";
+  m.incarnation = 42;
+  m.sent_ms = 1700000000999;
+  m.body = std::move(body);
+  return m;
+}
+
+using packer = msgpack::packer<msgpack::sbuffer>;
+
+void str(packer& pk, std::string_view s) {
+  pk.pack_str(static_cast<std::uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+std::string bytes(const msgpack::sbuffer& b) {
+  return std::string{b.data(), b.size()};
+}
+
+} // namespace
+
+TEST_CASE("every cluster message survives encode and decode") {
+  std::string why;
+  SECTION("hello") {
+    auto m = envelope(cluster_hello{"10.0.0.1:30000", "10.0.0.1:7000", {"10.0.0.2:7000"}});
+    auto back = decode_message(encode(m), why);
+    REQUIRE(back);
+    CHECK(back->from == "node-a:30000");
+    CHECK(back->incarnation == 42);
+    CHECK(back->sent_ms == 1700000000999);
+    CHECK(back->version == cluster_wire_version);
+    auto& h = std::get<cluster_hello>(back->body);
+    CHECK(h.api_address == "10.0.0.1:30000");
+    CHECK(h.cluster_address == "10.0.0.1:7000");
+    CHECK(h.peers == std::vector<std::string>{"10.0.0.2:7000"});
+  }
+  SECTION("registry sync, records with and without optional fields, tombstones") {
+    auto plain = sample_record();
+    plain.id = "w-00000001";
+    plain.spec = worker_spec{"http://h:1", worker_type::regular, {}, {}, {}, {}};
+    auto tomb = sample_record();
+    tomb.id = "w-00000002";
+    tomb.deleted = true;
+    auto provider = sample_record();
+    provider.id = "w-00000003";
+    provider.spec = worker_spec{
+        "https://api.openai.com", worker_type::regular, {}, {}, provider_kind::openai, "sk-x"};
+    auto back = decode_message(
+        encode(envelope(registry_sync{true, {sample_record(), plain, tomb, provider}})), why);
+    REQUIRE(back);
+    auto& s = std::get<registry_sync>(back->body);
+    CHECK(s.full);
+    REQUIRE(s.records.size() == 4);
+    CHECK(s.records[0] == sample_record());
+    CHECK(s.records[1] == plain);
+    CHECK_FALSE(s.records[1].spec.bootstrap_port);
+    CHECK_FALSE(s.records[1].spec.model_id);
+    CHECK(s.records[2] == tomb);
+    CHECK(s.records[3] == provider);
+  }
+  SECTION("load report") {
+    load_report l{7, {{"w-1", 3}, {"w-2", 1}}, 0xdeadbeefcafef00dull, 12, 2, 1700000000555};
+    auto back = decode_message(encode(envelope(l)), why);
+    REQUIRE(back);
+    auto& r = std::get<load_report>(back->body);
+    CHECK(r.seq == 7);
+    CHECK(r.loads == l.loads);
+    CHECK(r.registry_digest == l.registry_digest);
+    CHECK(r.registry_version == 12);
+    CHECK(r.workers == 2);
+    CHECK(r.shared_version == 1700000000555);
+  }
+  SECTION("bye") {
+    auto back = decode_message(encode(envelope(cluster_bye{})), why);
+    REQUIRE(back);
+    CHECK(std::holds_alternative<cluster_bye>(back->body));
+  }
+}
+
+TEST_CASE("a message from a later version with fields this node does not know is read") {
+  // What a version-2 node might send: new envelope and body fields, a new field in a record.
+  msgpack::sbuffer buf;
+  packer pk{&buf};
+  pk.pack_map(8);
+  str(pk, "v");
+  pk.pack_uint64(2);
+  str(pk, "compat");
+  pk.pack_uint64(1); // additive change: version-1 readers still understand it
+  str(pk, "from");
+  str(pk, "node-b:30000");
+  str(pk, "inc");
+  pk.pack_uint64(9);
+  str(pk, "zone");
+  str(pk, "eu-west-1");
+  str(pk, "sent");
+  pk.pack_int64(5);
+  str(pk, "kind");
+  str(pk, "sync");
+  str(pk, "body");
+  pk.pack_map(3);
+  str(pk, "full");
+  pk.pack_false();
+  str(pk, "priority");
+  pk.pack_array(2);
+  pk.pack_uint64(1);
+  pk.pack_nil();
+  str(pk, "records");
+  pk.pack_array(1);
+  pk.pack_map(5);
+  str(pk, "id");
+  str(pk, "w-2");
+  str(pk, "url");
+  str(pk, "http://h:2");
+  str(pk, "ver");
+  pk.pack_uint64(10);
+  str(pk, "weight");
+  pk.pack_double(0.5);
+  str(pk, "origin");
+  str(pk, "node-b:30000");
+
+  std::string why;
+  auto m = decode_message(bytes(buf), why);
+  INFO(why);
+  REQUIRE(m);
+  CHECK(m->version == 2);
+  CHECK(m->from == "node-b:30000");
+  auto& s = std::get<registry_sync>(m->body);
+  REQUIRE(s.records.size() == 1);
+  CHECK(s.records[0].id == "w-2");
+  CHECK(s.records[0].spec.url == "http://h:2");
+  CHECK(s.records[0].version == 10);
+  CHECK(s.records[0].origin == "node-b:30000");
+}
+
+TEST_CASE("a message from an older version without today's fields keeps the defaults") {
+  // A version-0 style record: no models, stamps, tombstone flag or provider yet.
+  msgpack::sbuffer buf;
+  packer pk{&buf};
+  pk.pack_map(4);
+  str(pk, "v");
+  pk.pack_uint64(0);
+  str(pk, "from");
+  str(pk, "old-node");
+  str(pk, "kind");
+  str(pk, "load");
+  str(pk, "body");
+  pk.pack_map(1);
+  str(pk, "loads");
+  pk.pack_map(1);
+  str(pk, "w-1");
+  pk.pack_uint64(4);
+
+  std::string why;
+  auto m = decode_message(bytes(buf), why);
+  INFO(why);
+  REQUIRE(m);
+  CHECK(m->version == 0);
+  CHECK(m->incarnation == 0);
+  auto& l = std::get<load_report>(m->body);
+  CHECK(l.seq == 0);
+  CHECK(l.registry_digest == 0);
+  REQUIRE(l.loads.size() == 1);
+  CHECK(l.loads[0] == std::pair<std::string, std::int32_t>{"w-1", 4});
+}
+
+TEST_CASE("a record an older reader cannot understand is skipped, not the whole batch") {
+  msgpack::sbuffer buf;
+  packer pk{&buf};
+  pk.pack_map(4);
+  str(pk, "v");
+  pk.pack_uint64(2);
+  str(pk, "from");
+  str(pk, "node-b");
+  str(pk, "kind");
+  str(pk, "sync");
+  str(pk, "body");
+  pk.pack_map(1);
+  str(pk, "records");
+  pk.pack_array(2);
+  pk.pack_map(3);
+  str(pk, "id");
+  str(pk, "w-new");
+  str(pk, "url");
+  str(pk, "http://h:3");
+  str(pk, "type");
+  str(pk, "encoder"); // a worker type of a later version
+  pk.pack_map(2);
+  str(pk, "id");
+  str(pk, "w-old");
+  str(pk, "url");
+  str(pk, "http://h:4");
+
+  std::string why;
+  auto m = decode_message(bytes(buf), why);
+  REQUIRE(m);
+  auto& s = std::get<registry_sync>(m->body);
+  REQUIRE(s.records.size() == 1);
+  CHECK(s.records[0].id == "w-old");
+}
+
+TEST_CASE("messages this node cannot read are refused with a reason") {
+  std::string why;
+  SECTION("a later, incompatible version") {
+    auto m = envelope(cluster_bye{});
+    m.version = cluster_wire_version + 1;
+    m.compat = cluster_wire_version + 1;
+    CHECK_FALSE(decode_message(encode(m), why));
+    CHECK(why.find("readers of version") != std::string::npos);
+  }
+  SECTION("an unknown kind") {
+    msgpack::sbuffer buf;
+    packer pk{&buf};
+    pk.pack_map(2);
+    str(pk, "from");
+    str(pk, "x");
+    str(pk, "kind");
+    str(pk, "gossip2");
+    CHECK_FALSE(decode_message(bytes(buf), why));
+    CHECK(why.find("gossip2") != std::string::npos);
+  }
+  SECTION("a field of the wrong type") {
+    msgpack::sbuffer buf;
+    packer pk{&buf};
+    pk.pack_map(2);
+    str(pk, "from");
+    pk.pack_uint64(5);
+    str(pk, "kind");
+    str(pk, "bye");
+    CHECK_FALSE(decode_message(bytes(buf), why));
+    CHECK(why.find("'from'") != std::string::npos);
+  }
+  SECTION("no sender") {
+    msgpack::sbuffer buf;
+    packer pk{&buf};
+    pk.pack_map(1);
+    str(pk, "kind");
+    str(pk, "bye");
+    CHECK_FALSE(decode_message(bytes(buf), why));
+  }
+  SECTION("not msgpack at all, or cut short") {
+    CHECK_FALSE(decode_message("", why));
+    auto full = encode(envelope(cluster_hello{"a", "b", {"c"}}));
+    CHECK_FALSE(decode_message(std::string_view{full}.substr(0, full.size() / 2), why));
+    CHECK_FALSE(decode_message("\xc1", why)); // a reserved msgpack byte
+  }
+  SECTION("not a map") {
+    msgpack::sbuffer buf;
+    packer pk{&buf};
+    pk.pack_array(0);
+    CHECK_FALSE(decode_message(bytes(buf), why));
+  }
+}
+
+TEST_CASE("the state file keeps records and tombstones") {
+  registry_file f;
+  f.node = "node-a:30000";
+  f.saved_ms = 123;
+  auto tomb = sample_record();
+  tomb.id = "w-2";
+  tomb.deleted = true;
+  f.records = {sample_record(), tomb};
+  std::string why;
+  auto back = decode_registry_file(encode(f), why);
+  REQUIRE(back);
+  CHECK(back->node == f.node);
+  CHECK(back->saved_ms == 123);
+  CHECK(back->records == f.records);
+  CHECK_FALSE(decode_registry_file("garbage", why));
+}
+
+TEST_CASE("last writer wins by version, then by node name") {
+  auto a = sample_record();
+  auto b = a;
+  b.version = a.version + 1;
+  CHECK(supersedes(b, a));
+  CHECK_FALSE(supersedes(a, b));
+  b.version = a.version;
+  b.origin = "node-b:30000";
+  CHECK(supersedes(b, a)); // same version: the greater node name wins, everywhere alike
+  CHECK_FALSE(supersedes(a, a));
+}
+
+TEST_CASE("new versions follow the wall clock, and never fall behind what was seen") {
+  CHECK(next_version(0, 1000) == 1000);
+  CHECK(next_version(999, 1000) == 1000);
+  CHECK(next_version(1000, 1000) == 1001);
+  CHECK(next_version(5000, 1000) == 5001); // this node's clock is behind a peer's
+  CHECK(next_version(7, -1) == 8);
+}
+
+TEST_CASE("the registry digest does not depend on record order and sees every version") {
+  auto a = sample_record();
+  auto b = sample_record();
+  b.id = "w-other";
+  CHECK((record_hash(a) ^ record_hash(b)) == (record_hash(b) ^ record_hash(a)));
+  auto a2 = a;
+  a2.version += 1;
+  CHECK(record_hash(a2) != record_hash(a));
+  auto a3 = a;
+  a3.deleted = true;
+  CHECK(record_hash(a3) != record_hash(a));
+  auto a4 = a;
+  a4.origin = "node-z";
+  CHECK(record_hash(a4) != record_hash(a));
+}
