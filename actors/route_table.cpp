@@ -11,8 +11,11 @@ namespace http = transport::http;
 
 namespace {
 
-std::vector<std::string> split_path(std::string_view path) {
-  std::vector<std::string> out;
+/// The non-empty segments of `path`, as `T` (`std::string` for patterns, `std::string_view`
+/// into the request target for lookups: no allocation per request).
+template <class T = std::string>
+std::vector<T> split_path(std::string_view path) {
+  std::vector<T> out;
   std::size_t i = 0;
   while (i < path.size()) {
     if (path[i] == '/') {
@@ -71,7 +74,7 @@ void route_table::add(http::verb method, std::string pattern, endpoint_handler h
 
 route_table::match route_table::find(http::verb method, std::string_view path) const {
   match m;
-  auto segments = split_path(path);
+  auto segments = split_path<std::string_view>(path);
   for (auto& r : routes_) {
     if (r.segments.size() != segments.size()) {
       continue;
@@ -80,7 +83,7 @@ route_table::match route_table::find(http::verb method, std::string_view path) c
     bool ok = true;
     for (std::size_t i = 0; i < segments.size() && ok; ++i) {
       if (is_param(r.segments[i])) {
-        params.push_back(segments[i]);
+        params.emplace_back(segments[i]);
       } else {
         ok = r.segments[i] == segments[i];
       }
