@@ -1,14 +1,14 @@
 #include "actors/gateway.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
-#include <stdexcept>
-
 #include "actors/ask.hpp"
 #include "actors/endpoints/endpoints.hpp"
 #include "actors/errors.hpp"
 #include "actors/metrics_endpoint.hpp"
 #include "transport/http_server.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+#include <stdexcept>
 
 namespace troupe::actors {
 
@@ -30,8 +30,8 @@ std::vector<protocol::worker_spec> initial_workers(const gateway_config& cfg) {
     const auto& key =
         kind == protocol::provider_kind::anthropic ? cfg.anthropic_api_key : cfg.openai_api_key;
     if (key.empty()) {
-      spdlog::warn("provider {} has no api key (--{}-api-key): its model list cannot be read",
-                   url, protocol::to_string(kind));
+      spdlog::warn("provider {} has no api key (--{}-api-key): its model list cannot be read", url,
+                   protocol::to_string(kind));
     }
     push({url, protocol::worker_type::regular, {}, {}, kind, key});
   };
@@ -105,11 +105,21 @@ void gateway::start() {
   register_with(inspector, "policy", "policy:regular", regular);
   register_with(inspector, "policy", "policy:prefill", prefill);
   register_with(inspector, "policy", "policy:decode", decode);
-  gateway_services svc{d.sys, d.ioc, cfg, view, registry, regular, prefill, decode,
-                       std::make_shared<request_tracker>(), std::make_shared<response_affinity>()};
+  gateway_services svc{d.sys,
+                       d.ioc,
+                       cfg,
+                       view,
+                       registry,
+                       regular,
+                       prefill,
+                       decode,
+                       std::make_shared<request_tracker>(),
+                       std::make_shared<response_affinity>()};
   svc.metrics = stats;
   svc.inspector = inspector;
   d.svc = std::make_shared<const gateway_services>(std::move(svc));
+  stats->watch_system([&sys = d.sys] { return sys.registry().running(); },
+                      [tracker = d.svc->tracker] { return tracker->size(); });
   if (cfg.prometheus_port != 0) {
     transport::server_options mopts;
     mopts.host = cfg.prometheus_host;
@@ -157,8 +167,7 @@ void gateway::start() {
   spdlog::info("troupe listening on http://{}:{} (policy {}, {} worker(s) configured)", cfg.host,
                d.server->port(), cfg.policy, workers.size());
   if (d.metrics_server) {
-    spdlog::info("metrics on http://{}:{}/metrics", cfg.prometheus_host,
-                 d.metrics_server->port());
+    spdlog::info("metrics on http://{}:{}/metrics", cfg.prometheus_host, d.metrics_server->port());
   }
 }
 

@@ -153,6 +153,38 @@ private:
   std::shared_ptr<const fleet_view> fleet_;
 };
 
+/// `troupe_actors_running` and `troupe_requests_in_flight`, read when scraped.
+class system_gauges final : public prom::Collectable {
+public:
+  std::vector<prom::MetricFamily> Collect() const override {
+    std::vector<prom::MetricFamily> out;
+    std::lock_guard guard{mx_};
+    auto add = [&](const char* name, const char* help, const std::function<std::size_t()>& f) {
+      if (f) {
+        prom::ClientMetric m;
+        m.gauge.value = static_cast<double>(f());
+        out.push_back({name, help, prom::MetricType::Gauge, {std::move(m)}});
+      }
+    };
+    add("troupe_actors_running",
+        "Actors running in this node's actor system, request actors and PD legs included",
+        running_);
+    add("troupe_requests_in_flight", "Data-plane requests in flight on this node", in_flight_);
+    return out;
+  }
+
+  void watch(std::function<std::size_t()> running, std::function<std::size_t()> in_flight) {
+    std::lock_guard guard{mx_};
+    running_ = std::move(running);
+    in_flight_ = std::move(in_flight);
+  }
+
+private:
+  mutable std::mutex mx_;
+  std::function<std::size_t()> running_;
+  std::function<std::size_t()> in_flight_;
+};
+
 template <class T> auto adder(prom::Family<T>& family) {
   return [&family](const prom::Labels& labels) -> T& { return family.Add(labels); };
 }
@@ -179,6 +211,7 @@ struct metrics::impl {
 
   std::shared_ptr<prom::Registry> registry = std::make_shared<prom::Registry>();
   std::shared_ptr<fleet_gauges> workers;
+  std::shared_ptr<system_gauges> system = std::make_shared<system_gauges>();
 
   // HTTP
   prom::Family<prom::Counter>& http_requests =
@@ -328,8 +361,13 @@ void metrics::forget_actor(const std::string& actor) {
   }
 }
 
+void metrics::watch_system(std::function<std::size_t()> running_actors,
+                           std::function<std::size_t()> requests_in_flight) {
+  impl_->system->watch(std::move(running_actors), std::move(requests_in_flight));
+}
+
 std::vector<std::shared_ptr<prometheus::Collectable>> metrics::collectables() const {
-  return {impl_->registry, impl_->workers};
+  return {impl_->registry, impl_->workers, impl_->system};
 }
 
 std::string metrics::scrape() const {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +81,12 @@ public:
 
   /// Drops the mailbox gauge of an actor that is gone.
   void forget_actor(const std::string& actor);
+
+  /// Reads, at scrape time, how many actors run in the node's actor system (request actors and
+  /// PD legs included): `troupe_actors_running`; and how many requests are in flight:
+  /// `troupe_requests_in_flight`. Both functions must be safe from any thread.
+  void watch_system(std::function<std::size_t()> running_actors,
+                    std::function<std::size_t()> requests_in_flight);
 
   // -- exposition --
 

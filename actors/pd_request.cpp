@@ -149,15 +149,15 @@ void on_leg_end(request_self self, worker_type role, caf::expected<exchange_resu
   } else {
     auto& r = *outcome;
     s.result = r;
-    if (r.status == exchange_status::cancelled) {
+    if (auto held = role == worker_type::decode ? pd.gate->error_response() : std::nullopt) {
+      // The worker answered an error, in full, even if our cancel came after it: the relay
+      // holds it, in the API's format, and it wins over the prefill's.
+      s.failure = protocol::worker_error(held->first, held->second, "the decode worker");
+      pd.decode_error_held = true;
+    } else if (r.status == exchange_status::cancelled) {
       if (!s.cancel_sent && !st.cancelled) {
         s.failure = leg_error(role, exchange_error(r, st.svc->cfg.request_timeout));
       }
-    } else if (role == worker_type::decode && pd.gate->error_response()) {
-      // The worker answered an error: the relay holds it, in the API's format.
-      auto held = pd.gate->error_response();
-      s.failure = protocol::worker_error(held->first, held->second, "the decode worker");
-      pd.decode_error_held = true;
     } else if (r.status != exchange_status::ok) {
       s.failure = leg_error(role, exchange_error(r, st.svc->cfg.request_timeout));
       s.retryable = untouched(r);

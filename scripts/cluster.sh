@@ -94,7 +94,7 @@ A Troupe cluster of three nodes is up (logs: $logs, state files: $state_dir):
 Send requests to any node:
   curl -s http://127.0.0.1:30003/v1/chat/completions -H 'Content-Type: application/json' \\
     -d '{"model":"$model","messages":[{"role":"user","content":"Hello!"}]}'
-  curl -s http://127.0.0.1:30001/v1/chat/completions -H 'Content-Type: application/json' \
+  curl -s http://127.0.0.1:30001/v1/chat/completions -H 'Content-Type: application/json' \\
     -d '{"model":"$pd_model","messages":[{"role":"user","content":"Hello!"}]}'   # prefill/decode
   curl -s http://127.0.0.1:30002/workers
   curl -s http://127.0.0.1:30001/admin/cluster      # members, states, registry versions

@@ -78,12 +78,16 @@ void fail_with(const http_context& ctx, const caf::error& e) {
 // -- GET /admin/actors, /admin/actors/{id} --
 
 void list_actors(http_context& ctx) {
-  auto node = node_name(ctx.svc->cfg);
+  // Every running actor counts, short-lived ones (requests, PD legs) included, read before the
+  // ask below spawns its own; the list holds the long-lived ones.
+  auto head = "{\"node\":" + json(node_name(ctx.svc->cfg)).dump() +
+              ",\"running\":" + std::to_string(ctx.svc->sys.registry().running()) +
+              ",\"in_flight\":" + std::to_string(ctx.svc->tracker->size()) + ",\"actors\":";
   ask(
       ctx.svc->sys, ctx.svc->inspector,
-      [ctx, node](const std::string& actors) {
+      [ctx, head](const std::string& actors) {
         // The inspector's array is spliced in as it is: no second parse on the way out.
-        ctx.json(200, "{\"node\":" + json(node).dump() + ",\"actors\":" + actors + "}");
+        ctx.json(200, head + actors + "}");
       },
       [ctx](caf::error& e) { fail_with(ctx, e); }, list_atom_v);
 }

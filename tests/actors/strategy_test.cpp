@@ -1,9 +1,8 @@
 #include "actors/policies/strategy.hpp"
+#include "actors/policy.hpp"
 
 #include <catch2/catch.hpp>
 #include <map>
-
-#include "actors/policy.hpp"
 
 using namespace troupe::actors;
 
@@ -69,6 +68,18 @@ TEST_CASE("power of two avoids the most loaded of many workers") {
   selection sel;
   for (int i = 0; i < 500; ++i) {
     CHECK(s->pick(f.view, sel) != 3);
+  }
+}
+
+TEST_CASE("power of two counts the load other cluster members put on a worker") {
+  fleet_fixture f{2};
+  f.entries[0]->live->in_flight = 1;        // this node's own requests
+  f.entries[0]->live->remote_in_flight = 6; // the other nodes' (cluster load reports)
+  f.entries[1]->live->in_flight = 3;
+  auto s = make_strategy("power_of_two");
+  selection sel;
+  for (int i = 0; i < 100; ++i) {
+    CHECK(s->pick(f.view, sel) == 1);
   }
 }
 

@@ -242,6 +242,10 @@ class Gateway(Process):
     def workers(self):
         return get(self.url + "/workers", headers=self.auth()).json()["workers"]
 
+    def running_actors(self):
+        """How many actors run in the gateway's actor system (requests and PD legs included)."""
+        return get(self.url + "/admin/actors", headers=self.auth()).json()["running"]
+
     def loads(self):
         """{url: in-flight} as the gateway sees it."""
         return {w["url"]: w["load"] for w in self.workers()}

@@ -27,6 +27,7 @@ METRICS = [
     "troupe_router_ttft_seconds", "troupe_worker_requests_active", "troupe_worker_health",
     "troupe_worker_cb_state", "troupe_pd_requests_total", "troupe_pd_leg_failures_total",
     "troupe_cluster_members", "troupe_cluster_propagation_seconds", "troupe_actor_mailbox_size",
+    "troupe_actors_running", "troupe_requests_in_flight",
 ]
 
 
@@ -85,6 +86,27 @@ class AdminViewsTest(ProcessTestCase):
         self.assertEqual((registry["workers"], registry["models"]), (1, 1))
         self.assertGreaterEqual(registry["version"], 1)
         self.assertEqual(by_name(actors, "policy:regular")["summary"]["strategy"], "round_robin")
+
+    def test_running_actors_count_each_request_actor_while_it_runs(self):
+        rest = self.admin("/admin/actors")
+        self.assertEqual(rest["in_flight"], 0)
+        self.assertGreaterEqual(rest["running"], len(rest["actors"]))
+        self.worker.configure(stall_ms=1500)
+        done = threading.Event()
+        threading.Thread(target=lambda: (post(self.gw.url + "/v1/chat/completions", CHAT),
+                                         done.set()), daemon=True).start()
+        busy = wait_until(lambda: (lambda b: b if b["in_flight"] == 1 else None)(
+            self.admin("/admin/actors")), what="one request in flight")
+        self.assertEqual(busy["running"], rest["running"] + 1, "one actor for the request")
+        live = samples(scrape(self.gw))
+        self.assertEqual(live["troupe_actors_running"], rest["running"] + 1)
+        self.assertEqual(live["troupe_requests_in_flight"], 1)
+        self.assertTrue(done.wait(10))
+        wait_until(lambda: self.admin("/admin/actors")["running"] == rest["running"],
+                   what="the request actor gone")
+        live = samples(scrape(self.gw))
+        self.assertEqual(live["troupe_actors_running"], rest["running"])
+        self.assertEqual(live["troupe_requests_in_flight"], 0)
 
     def test_one_actor_has_its_full_state_and_unknown_ids_are_404(self):
         actors = self.admin("/admin/actors")["actors"]

@@ -77,6 +77,7 @@ class StubPair:
         cls.gw = Gateway(*pd_flags([(cls.prefill.url, prefill_port)], [cls.decode.url], *extra))
         try:
             wait_routable(cls.gw, MODEL)
+            cls.resting_actors = cls.gw.running_actors()
         except Exception:
             cls.stop_pair()
             raise
@@ -102,8 +103,12 @@ class StubPair:
         return p[0], d[0]
 
     def assert_loads_zero(self):
+        """Both workers' loads are back to 0 and no actor was left behind: the request actor
+        and its two legs are gone, the actor system is back at rest."""
         wait_until(lambda: all(v == 0 for v in self.gw.loads().values()), 5,
                    what="loads back to 0")
+        wait_until(lambda: self.gw.running_actors() == self.resting_actors, 5,
+                   what=f"running actors back to {self.resting_actors}")
 
     def assert_works(self):
         r = post(self.gw.url + "/generate", {"text": "again"})
@@ -316,11 +321,17 @@ class PdFailureTest(StubPair, unittest.TestCase):
         self.assertIn("max_tokens too large", r.json()["error"]["message"])
 
     def test_the_decode_error_wins(self):
-        self.prefill.configure(status=500, error_message="prefill says no")
+        # Both legs fail; the decode worker's answer is the one the client gets, in its status.
+        # (The prefill answers a little later: had it failed first, the decode leg would have
+        # been cancelled at once and had no error of its own.)
+        self.prefill.configure(status=500, error_message="prefill says no", stall_ms=1500)
         self.decode.configure(status=503, error_message="decode says no")
-        r = post(self.gw.url + "/generate", {"text": "x"})
+        r, took = self.timed_post("/generate", {"text": "x"})
         self.assertEqual(r.status, 503, r)
         self.assertIn("decode says no", r.json()["error"]["message"])
+        self.assertLess(took, 1.0, "the prefill leg is cancelled, not awaited")
+        wait_until(lambda: self.prefill.aborted == 1, 3, what="the prefill leg cancelled")
+        self.assert_loads_zero()
 
     def test_a_stalled_leg_times_out_within_the_deadline(self):
         for leg in ("prefill", "decode"):
@@ -431,6 +442,13 @@ class PdWorkerDownTest(ProcessTestCase):
         wait_routable(self.gw, MODEL)
         wait_until(lambda: all(w["routable"] for w in self.gw.workers()), 10,
                    what="all workers healthy")
+        self.resting_actors = self.gw.running_actors()
+
+    def assert_settled(self):
+        """Loads back to 0, and no request actor or leg left behind."""
+        wait_until(lambda: all(v == 0 for v in self.gw.loads().values()), 3, what="loads 0")
+        wait_until(lambda: self.gw.running_actors() == self.resting_actors, 3,
+                   what=f"running actors back to {self.resting_actors}")
 
     def test_prefill_down(self):
         self.start_fleet()
@@ -443,7 +461,7 @@ class PdWorkerDownTest(ProcessTestCase):
         self.assertLess(time.time() - t, 1.0)
         self.assertIn("prefill", r.json()["error"]["message"])
         wait_until(lambda: self.decode.aborted == 1, 3, what="decode leg cancelled")
-        wait_until(lambda: all(v == 0 for v in self.gw.loads().values()), 3, what="loads 0")
+        self.assert_settled()
         # The worker comes back on its port: the next request works.
         self.prefills[0] = StubWorker(role="prefill", model=MODEL, port=port)
         self.decode.configure(stall_ms=0)
@@ -462,7 +480,7 @@ class PdWorkerDownTest(ProcessTestCase):
         self.assertEqual(r.json()["type"], "error")
         self.assertIn("decode", r.json()["error"]["message"])
         wait_until(lambda: self.prefills[0].aborted == 1, 3, what="prefill leg cancelled")
-        wait_until(lambda: all(v == 0 for v in self.gw.loads().values()), 3, what="loads 0")
+        self.assert_settled()
         self.decode = StubWorker(role="decode", model=MODEL, port=port)
         self.prefills[0].configure(stall_ms=0)
         r = post(self.gw.url + "/v1/messages", bodies(MODEL)["/v1/messages"])
@@ -474,7 +492,7 @@ class PdWorkerDownTest(ProcessTestCase):
         for _ in range(4):
             r = post(self.gw.url + "/generate", {"text": "x"})
             self.assertEqual(r.status, 200, r)
-        wait_until(lambda: all(v == 0 for v in self.gw.loads().values()), 3, what="loads 0")
+        self.assert_settled()
 
     def test_a_pair_registered_at_run_time(self):
         prefill = StubWorker(role="prefill", model=MODEL)
