@@ -1,11 +1,11 @@
 #include "actors/request.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include "actors/errors.hpp"
 #include "actors/request_state.hpp"
 #include "actors/upstream_headers.hpp"
 #include "protocol/validation.hpp"
+
+#include <spdlog/spdlog.h>
 
 namespace troupe::actors {
 
@@ -13,8 +13,6 @@ namespace {
 
 using transport::exchange_result;
 using transport::exchange_status;
-
-void select_worker(request_self self);
 
 /// Why a finished request failed, as `troupe_router_request_errors_total{error_type}` and the
 /// log line name it; empty when it did not.
@@ -39,30 +37,6 @@ std::string_view model_label(const request_state& st) {
     return *st.facts.model;
   }
   return "unknown";
-}
-
-/// Responses API objects live on the worker that created them: the worker storing the response
-/// a request names (`/v1/responses/{id}...` or `previous_response_id`), if known.
-std::string stateful_worker(request_self self) {
-  auto& st = self->state;
-  const std::string* id = nullptr;
-  switch (st.in->op) {
-    case protocol::operation::responses_get:
-    case protocol::operation::responses_delete:
-    case protocol::operation::responses_cancel:
-    case protocol::operation::responses_input_items:
-      id = st.in->params.empty() ? nullptr : &st.in->params.front();
-      break;
-    case protocol::operation::responses_create:
-      id = st.facts.previous_response_id ? &*st.facts.previous_response_id : nullptr;
-      break;
-    default:
-      break;
-  }
-  if (!id) {
-    return {};
-  }
-  return st.svc->responses->worker_of(*id).value_or("");
 }
 
 /// The response-processing stage's hook for a dispatch to `worker`: a Responses create
@@ -140,10 +114,16 @@ void dispatch(request_self self, worker_entry_ptr worker) {
             });
 }
 
+} // namespace
+
 void select_worker(request_self self) {
   auto& st = self->state;
   if (st.cancelled) {
     return finish_request(self);
+  }
+  auto prefer = stateful_worker(self);
+  if (prefer.empty() && locate_response(self)) {
+    return;
   }
   st.svc->tracker->update(st.in->request_id, request_phase::selecting);
   selection sel;
@@ -154,7 +134,7 @@ void select_worker(request_self self) {
     sel.routing_key = std::string(key->value());
   }
   sel.provider = protocol::api_provider(st.in->op);
-  sel.prefer = stateful_worker(self);
+  sel.prefer = std::move(prefer);
   self->request(st.svc->regular_policy, caf::infinite, select_atom_v, std::move(sel))
       .then([self](worker_entry_ptr& w) { dispatch(self, std::move(w)); },
             [self](caf::error& e) {
@@ -163,6 +143,8 @@ void select_worker(request_self self) {
               fail_request(self, st.last_failure ? *st.last_failure : to_api_error(e));
             });
 }
+
+namespace {
 
 /// Parses the request and decides how it is served.
 void start(request_self self) {
@@ -193,19 +175,19 @@ void start(request_self self) {
       return start_pd(self);
     }
     switch (st.in->op) {
-      case protocol::operation::get_model_info:
-      case protocol::operation::get_server_info:
-        st.role = protocol::worker_type::prefill;
-        break;
-      case protocol::operation::responses_get:
-      case protocol::operation::responses_delete:
-      case protocol::operation::responses_cancel:
-      case protocol::operation::responses_input_items:
-        // A response is stored by the decode worker that wrote it.
-        st.role = protocol::worker_type::decode;
-        break;
-      default:
-        break;
+    case protocol::operation::get_model_info:
+    case protocol::operation::get_server_info:
+      st.role = protocol::worker_type::prefill;
+      break;
+    case protocol::operation::responses_get:
+    case protocol::operation::responses_delete:
+    case protocol::operation::responses_cancel:
+    case protocol::operation::responses_input_items:
+      // A response is stored by the decode worker that wrote it.
+      st.role = protocol::worker_type::decode;
+      break;
+    default:
+      break;
     }
   }
   select_worker(self);
@@ -259,8 +241,8 @@ void fail_request(request_self self, const protocol::api_error& err) {
   if (st.sink) {
     st.sink->fail(err);
   } else {
-    st.in->reply->respond(make_error_response(err, st.format, st.in->request_id,
-                                              st.in->req.version()));
+    st.in->reply->respond(
+        make_error_response(err, st.format, st.in->request_id, st.in->req.version()));
   }
   finish_request(self);
 }
@@ -276,8 +258,8 @@ void finish_request(request_self self) {
   auto error = error_type(st);
   spdlog::info("[{}] {} {} model={} worker={} status={} duration_ms={:.3f} ttft_ms={:.3f}{}{}",
                st.in->request_id, st.in->req.method_string(), st.in->req.target(),
-               st.facts.model.value_or("-"), st.worker_ids.empty() ? "-" : st.worker_ids,
-               st.status, elapsed.count() / 1000.0, st.ttft.count() / 1000.0,
+               st.facts.model.value_or("-"), st.worker_ids.empty() ? "-" : st.worker_ids, st.status,
+               elapsed.count() / 1000.0, st.ttft.count() / 1000.0,
                error.empty() ? "" : " error=", error);
   if (auto& m = st.svc->metrics) {
     request_outcome out;
@@ -309,24 +291,23 @@ transport::upstream_call make_upstream_call(request_self self, const worker_entr
 protocol::api_error exchange_error(const exchange_result& r, std::chrono::seconds timeout) {
   using protocol::error_code;
   switch (r.status) {
-    case exchange_status::connect_failed:
-      return {error_code::bad_gateway, "the worker is unreachable: " + r.detail, {}};
-    case exchange_status::broken:
-      return {error_code::bad_gateway,
-              r.head_received ? "the worker connection broke mid-response"
-                              : "the worker closed the connection without a response",
-              {}};
-    case exchange_status::timeout:
-      return {error_code::gateway_timeout,
-              "the request did not complete within " + std::to_string(timeout.count()) + " s",
-              {}};
-    case exchange_status::rejected:
-      return {error_code::upstream_too_large, "the worker's response exceeds the size limit",
-              {}};
-    case exchange_status::cancelled:
-      return {error_code::client_closed, "the client closed the request", {}};
-    case exchange_status::ok:
-      break;
+  case exchange_status::connect_failed:
+    return {error_code::bad_gateway, "the worker is unreachable: " + r.detail, {}};
+  case exchange_status::broken:
+    return {error_code::bad_gateway,
+            r.head_received ? "the worker connection broke mid-response"
+                            : "the worker closed the connection without a response",
+            {}};
+  case exchange_status::timeout:
+    return {error_code::gateway_timeout,
+            "the request did not complete within " + std::to_string(timeout.count()) + " s",
+            {}};
+  case exchange_status::rejected:
+    return {error_code::upstream_too_large, "the worker's response exceeds the size limit", {}};
+  case exchange_status::cancelled:
+    return {error_code::client_closed, "the client closed the request", {}};
+  case exchange_status::ok:
+    break;
   }
   return {error_code::internal_error, "unexpected exchange outcome", {}};
 }

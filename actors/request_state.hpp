@@ -2,14 +2,14 @@
 
 // Internal to the request actor (request.cpp) and its prefill/decode path (pd_request.cpp).
 
+#include "actors/relay_sink.hpp"
+#include "actors/request.hpp"
+#include "protocol/request_scan.hpp"
+
 #include <caf/typed_event_based_actor.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "actors/relay_sink.hpp"
-#include "actors/request.hpp"
-#include "protocol/request_scan.hpp"
 
 namespace troupe::actors {
 
@@ -24,11 +24,12 @@ struct request_state {
   std::chrono::steady_clock::time_point deadline;
 
   // -- regular dispatch --
-  std::vector<std::string> tried;  ///< Workers that failed this request.
-  worker_entry_ptr worker;         ///< The current worker.
-  std::uint64_t order_id = 0;      ///< The current dispatch order, 0 when none.
+  std::vector<std::string> tried; ///< Workers that failed this request.
+  worker_entry_ptr worker;        ///< The current worker.
+  std::uint64_t order_id = 0;     ///< The current dispatch order, 0 when none.
   std::shared_ptr<relay_sink> sink;
   std::optional<protocol::api_error> last_failure;
+  bool located = false; ///< The workers were asked for the Responses object the request names.
   /// The role of the worker a single dispatch goes to: regular, or prefill for the info
   /// routes of a fleet with only prefill/decode pairs.
   protocol::worker_type role = protocol::worker_type::regular;
@@ -63,6 +64,18 @@ transport::upstream_call make_upstream_call(request_self self, const worker_entr
 /// The client error for an exchange that failed with `r`.
 protocol::api_error exchange_error(const transport::exchange_result& r,
                                    std::chrono::seconds timeout);
+
+/// Picks a worker for a single dispatch (again after a failed attempt) and dispatches.
+void select_worker(request_self self);
+
+/// The worker known to store the Responses object the request names, or empty
+/// (response_locate.cpp).
+std::string stateful_worker(request_self self);
+
+/// When the request names a Responses object this node does not know the place of, asks the
+/// workers in turn, then calls `select_worker` again; returns false (doing nothing) otherwise
+/// or once it was done (response_locate.cpp).
+bool locate_response(request_self self);
 
 /// Serves the request with a prefill/decode pair (pd_request.cpp).
 void start_pd(request_self self);

@@ -7,16 +7,18 @@ namespace troupe::actors {
 
 std::string_view to_string(request_phase p) noexcept {
   switch (p) {
-    case request_phase::parsing:
-      return "parsing";
-    case request_phase::selecting:
-      return "selecting";
-    case request_phase::dispatched:
-      return "dispatched";
-    case request_phase::streaming:
-      return "streaming";
-    case request_phase::joining:
-      return "joining";
+  case request_phase::parsing:
+    return "parsing";
+  case request_phase::selecting:
+    return "selecting";
+  case request_phase::locating:
+    return "locating";
+  case request_phase::dispatched:
+    return "dispatched";
+  case request_phase::streaming:
+    return "streaming";
+  case request_phase::joining:
+    return "joining";
   }
   return "parsing";
 }
@@ -75,9 +77,9 @@ nlohmann::json request_tracker::list(std::chrono::milliseconds min_age) const {
                    {"workers", e.workers},
                    {"age_ms", age.count()}});
   }
-  std::sort(out.begin(), out.end(),
-            [](auto& a, auto& b) { return a["age_ms"].template get<long long>() >
-                                          b["age_ms"].template get<long long>(); });
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
+    return a["age_ms"].template get<long long>() > b["age_ms"].template get<long long>();
+  });
   return out;
 }
 

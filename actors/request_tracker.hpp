@@ -14,6 +14,7 @@ namespace troupe::actors {
 enum class request_phase {
   parsing,    ///< Reading and validating the body.
   selecting,  ///< Asking policies for a worker.
+  locating,   ///< Asking workers which one stores the Responses object the request names.
   dispatched, ///< Sent to a worker, waiting for its response head.
   streaming,  ///< Relaying the response.
   joining,    ///< PD: waiting for the other leg.

@@ -36,7 +36,7 @@ struct sim_config {
   std::uint16_t bootstrap_port = 8998; ///< Port of the bootstrap server (role prefill).
   std::size_t request_log_size = 1000; ///< Requests kept for `GET /sim/requests`.
   std::string log_level = "info";      ///< spdlog level.
-  std::uint64_t seed = 0;              ///< Seed of the random choices (error rate, ids).
+  std::uint64_t seed = 0;              ///< Seed of the random choices (error rate, ids); 0: fresh.
 
   // -- model --
   std::size_t context_length = 32768;        ///< Reported context length.

@@ -13,13 +13,20 @@
 
 namespace troupe::sim {
 
+/// The seed of a worker's random draws: `--seed`, or a fresh one when it is 0, so that two
+/// workers never hand out the same ids (as real engines do not).
+inline std::uint64_t seed_of(const sim_config& cfg) {
+  return cfg.seed != 0 ? cfg.seed
+                       : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+}
+
 /// The state of one simulated worker, shared by its handlers. One io_context thread touches it.
 struct sim_context {
   /// A worker configured by `cfg`, running on `ioc`, logging to `log`.
   sim_context(net::io_context& ioc, sim_config cfg, std::shared_ptr<spdlog::logger> log)
       : ioc(ioc), config(std::move(cfg)),
         cache(config.cache_block_tokens, config.cache_capacity_blocks),
-        requests(config.request_log_size), rng(config.seed), rooms(ioc), rendezvous(ioc),
+        requests(config.request_log_size), rng(seed_of(config)), rooms(ioc), rendezvous(ioc),
         logger(std::move(log)) {}
 
   net::io_context& ioc;

@@ -4,7 +4,7 @@ import json
 import time
 import unittest
 
-from harness import ProcessTestCase, Stream, get, post, request, sse_data, sse_name
+from harness import ProcessTestCase, Stream, get, post, request, sse_data, sse_name, wait_until
 
 MSGS = [{"role": "user", "content": "hello there"}]
 
@@ -122,6 +122,54 @@ class Responses(ProcessTestCase):
         r = post(gw.url + f"/v1/responses/{created[2]}/cancel")
         self.assertEqual(r.status, 400)  # not a background response: the worker says so
         self.assertEqual(get(gw.url + "/v1/responses/resp_unknown").status, 404)
+
+    def test_a_response_this_node_never_saw_is_found_on_the_worker_that_stores_it(self):
+        # Created without this node (through another cluster node, or before a restart): the
+        # node asks the workers in turn, then sends the request to the one that has it.
+        sims = [self.sim(), self.sim(), self.sim()]
+        gw = self.gateway(workers=sims)
+        direct = post(sims[2].url + "/v1/responses",
+                      {"model": "sim-model", "input": "elsewhere", "max_output_tokens": 3})
+        self.assertEqual(direct.status, 200, direct)
+        rid = direct.json()["id"]
+        for sim in sims:
+            sim.clear()
+        r = get(gw.url + f"/v1/responses/{rid}")
+        self.assertEqual((r.status, r.json()["id"]), (200, rid), r)
+        self.assertEqual(r.json()["output"], direct.json()["output"])
+        lookups = [len([q for q in sim.requests() if q["path"] == f"/v1/responses/{rid}"])
+                   for sim in sims]
+        # Each worker is asked at most once; the one storing it is asked, then served.
+        self.assertEqual(lookups[2], 2, lookups)
+        self.assertLessEqual(max(lookups[:2]), 1, lookups)
+        # Remembered: the next read goes straight there.
+        for sim in sims:
+            sim.clear()
+        r = get(gw.url + f"/v1/responses/{rid}/input_items")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([len(sim.requests()) for sim in sims], [0, 0, 1])
+        # A continuation of a response created elsewhere also reaches its worker.
+        other = post(sims[0].url + "/v1/responses",
+                     {"model": "sim-model", "input": "first", "max_output_tokens": 3}).json()["id"]
+        for sim in sims:
+            sim.clear()
+        r = post(gw.url + "/v1/responses", {"model": "sim-model", "input": "more",
+                                            "previous_response_id": other,
+                                            "max_output_tokens": 3})
+        self.assertEqual(r.status, 200, r)
+        creates = [[q for q in sim.requests() if q["path"] == "/v1/responses"] for sim in sims]
+        self.assertEqual([len(c) for c in creates], [1, 0, 0],
+                         [[(q["method"], q["path"]) for q in sim.requests()] for sim in sims])
+        # Nobody has it: every worker is asked once, then the worker's own 404 in OpenAI's
+        # format reaches the client; no load is left behind.
+        for sim in sims:
+            sim.clear()
+        r = get(gw.url + "/v1/responses/resp_nowhere")
+        self.assertEqual(r.status, 404, r)
+        self.assertIn("message", r.json()["error"])
+        asked = sum(len(sim.requests()) for sim in sims)
+        self.assertEqual(asked, 4)  # three lookups, then the request itself
+        wait_until(lambda: all(v == 0 for v in gw.loads().values()), 3, what="loads 0")
 
 
 if __name__ == "__main__":
