@@ -207,6 +207,27 @@ class ClusterTest(ProcessTestCase):
         self.assertEqual(result["response"].status, 200)
         wait_until(lambda: self.worker(b, sim.url)["load"] == 0, 3, what="load back to 0")
 
+    def test_a_response_created_through_one_node_is_read_through_the_others(self):
+        a, b, c = self.nodes
+        self.start_cluster()
+        sims = [self.sim(), self.sim()]
+        for sim in sims:
+            self.add_worker(a, sim)
+            for n in self.nodes:
+                self.wait_routable(n, sim.url)
+        created = []
+        for i in range(2):  # round robin: one on each worker
+            r = post(a.url + "/v1/responses",
+                     {"model": "sim-model", "input": f"story {i}", "max_output_tokens": 3})
+            self.assertEqual(r.status, 200, r)
+            created.append(r.json())
+        for node in (b, c):
+            for resp in created:
+                for _ in range(2):  # round robin alone would hit the wrong worker half the time
+                    r = get(node.url + f"/v1/responses/{resp['id']}")
+                    self.assertEqual(r.status, 200, (node.name, r))
+                    self.assertEqual(r.json()["output"], resp["output"])
+
     def test_killed_node_is_down_and_its_load_dropped(self):
         a, b, c = self.nodes
         self.start_cluster()
