@@ -164,9 +164,11 @@ private:
       if (depth == 0) {
         std::string decoded;
         std::string_view key = unquote(key_start, escaped, decoded);
+        auto value_start = p_;
         if (!value(depth, &key)) {
           return false;
         }
+        note_span(key, value_start);
       } else if (!value(depth, nullptr)) {
         return false;
       }
@@ -501,11 +503,24 @@ private:
     for (std::size_t i = 0; i < watched_.size(); ++i) {
       if (watched_[i] == key) {
         auto& f = facts.fields[i];
-        f = field_fact{kind, 0, false};
+        f = field_fact{};
+        f.kind = kind;
         return &f;
       }
     }
     return nullptr;
+  }
+
+  // Where the raw value of watched field `key` lies: from `start` to the cursor.
+  void note_span(std::string_view key, const char* start) {
+    for (std::size_t i = 0; i < watched_.size(); ++i) {
+      if (watched_[i] == key) {
+        auto& f = facts.fields[i];
+        f.offset = static_cast<std::size_t>(start - begin_);
+        f.length = static_cast<std::size_t>(p_ - start);
+        return;
+      }
+    }
   }
 
   // `[` or `{` at `open`, then only whitespace, then the closing bracket.

@@ -31,6 +31,8 @@ struct field_fact {
   json_kind kind = json_kind::absent;
   std::int64_t integer = 0; ///< The value of an integer (clamped to the int64 range).
   bool empty = false;       ///< An empty string, array or object.
+  std::size_t offset = 0;   ///< Where its raw JSON value starts in the body.
+  std::size_t length = 0;   ///< Bytes of its raw JSON value (quotes, brackets, escapes as sent).
 };
 
 /// What routing needs to know about a JSON request body, read without building a DOM.
@@ -49,9 +51,9 @@ struct scan_result {
 };
 
 /// Validates `body` as one JSON object and reads the routing facts (`model`, `stream`) from its
-/// top level, plus the type (and size) of each top-level field named in `watched`. Fails with
-/// `invalid_json` for malformed JSON and `bad_request` for a body that is not an object or a
-/// fact of the wrong type (`"stream": "yes"`, `"model": 3`).
+/// top level, plus the type (and size, and where its raw value lies) of each top-level field
+/// named in `watched`. Fails with `invalid_json` for malformed JSON and `bad_request` for a body
+/// that is not an object or a fact of the wrong type (`"stream": "yes"`, `"model": 3`).
 scan_result scan_request(std::string_view body, std::span<const std::string_view> watched = {});
 
 } // namespace troupe::protocol

@@ -28,7 +28,8 @@ struct field_rule {
   std::int64_t min; ///< Integers: smallest value accepted.
 };
 
-/// The rules of one operation, and the field names the scan must watch for them.
+/// The rules of one operation, and the field names the scan must watch for them (the rules'
+/// fields first, in order; then the prompt fields protocol/prompt.cpp reads, if others).
 struct operation_rules {
   operation op;
   std::span<const field_rule> rules;
@@ -44,7 +45,8 @@ constexpr std::array<field_rule, 3> messages_rules{{
     {"max_tokens", true, integer_k, false, 1},
     {"messages", true, array_k, true, 0},
 }};
-constexpr std::array<std::string_view, 3> messages_names{"model", "max_tokens", "messages"};
+constexpr std::array<std::string_view, 4> messages_names{"model", "max_tokens", "messages",
+                                                         "system"};
 
 constexpr std::array<field_rule, 1> chat_rules{{{"messages", true, array_k, true, 0}}};
 constexpr std::array<std::string_view, 1> chat_names{"messages"};
@@ -62,15 +64,20 @@ constexpr std::array<field_rule, 2> responses_rules{{
     {"input", false, string_k | array_k, false, 0},
     {"previous_response_id", false, string_k, true, 0},
 }};
-constexpr std::array<std::string_view, 2> responses_names{"input", "previous_response_id"};
+constexpr std::array<std::string_view, 3> responses_names{"input", "previous_response_id",
+                                                          "instructions"};
+
+// SGLang `/generate` has no rules; its prompt fields are watched for the cache-aware policy.
+constexpr std::array<std::string_view, 2> generate_names{"text", "input_ids"};
 
 // One row per operation with rules; the others pass.
-constexpr std::array<operation_rules, 5> rule_table{{
+constexpr std::array<operation_rules, 6> rule_table{{
     {operation::messages, messages_rules, messages_names},
     {operation::chat_completions, chat_rules, chat_names},
     {operation::completions, completions_rules, completions_names},
     {operation::embeddings, embeddings_rules, embeddings_names},
     {operation::responses_create, responses_rules, responses_names},
+    {operation::generate, {}, generate_names},
 }};
 
 const operation_rules* rules_of(operation op) noexcept {

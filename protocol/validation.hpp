@@ -15,7 +15,8 @@ namespace troupe::protocol {
 /// rules (SGLang `/generate`, bodiless routes) pass. The errors are the route's own 400s, e.g.
 /// Anthropic's `max_tokens: Field required`.
 
-/// The top-level fields `validate` needs the scan to watch for `op` (pass to `scan_request`).
+/// The top-level fields `validate` needs the scan to watch for `op`, and its prompt fields
+/// (protocol/prompt.hpp): pass them to `scan_request`.
 std::span<const std::string_view> watched_fields(operation op) noexcept;
 
 /// Checks `facts` (scanned with `watched_fields(op)`) against the rules of `op`; the client

@@ -111,3 +111,16 @@ TEST_CASE("absurd nesting is refused, not recursed into") {
   REQUIRE(r.error);
   CHECK(r.error->code == error_code::bad_request);
 }
+
+TEST_CASE("watched fields report where their raw value lies in the body") {
+  const std::string_view watched[] = {"messages", "n", "absent"};
+  std::string body = R"({ "n" : 12 , "messages":  [ {"a":"\"}"} ] ,"z":1})";
+  auto r = scan_request(body, watched);
+  REQUIRE_FALSE(r.error);
+  auto raw = [&](std::size_t i) {
+    return body.substr(r.facts.fields[i].offset, r.facts.fields[i].length);
+  };
+  CHECK(raw(0) == R"([ {"a":"\"}"} ])");
+  CHECK(raw(1) == "12");
+  CHECK(r.facts.fields[2].length == 0);
+}
