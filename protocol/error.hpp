@@ -16,7 +16,8 @@ enum class error_code {
   method_not_allowed,    ///< The path exists, the method does not.
   conflict,              ///< The resource exists already (a worker url registered twice).
   payload_too_large,     ///< Body over `--max-payload-size`.
-  too_many_requests,     ///< Admission control refused the request.
+  too_many_requests,     ///< Admission control refused the request (or a worker did: its 429).
+  queue_timeout,         ///< Admission control: no slot freed within `--queue-timeout-secs`.
   client_closed,         ///< The client went away before the response ended (logged, never sent).
   internal_error,        ///< A bug or an unexpected state in the gateway.
   bad_gateway,           ///< The worker was unreachable, reset the connection or answered garbage.

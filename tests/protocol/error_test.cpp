@@ -20,6 +20,8 @@ TEST_CASE("client errors map to 4xx, server errors to 5xx") {
   CHECK(http_status(error_code::model_not_found) == 404);
   CHECK(http_status(error_code::method_not_allowed) == 405);
   CHECK(http_status(error_code::payload_too_large) == 413);
+  CHECK(http_status(error_code::too_many_requests) == 429);
+  CHECK(http_status(error_code::queue_timeout) == 408);
   CHECK(http_status(error_code::bad_gateway) == 502);
   CHECK(http_status(error_code::no_worker_available) == 503);
   CHECK(http_status(error_code::gateway_timeout) == 504);
@@ -46,6 +48,20 @@ TEST_CASE("Anthropic error bodies have type error and a typed inner error") {
   auto overloaded = nlohmann::json::parse(
       render_error_body({error_code::no_worker_available, "busy", ""}, api_format::anthropic));
   CHECK(overloaded["error"]["type"] == "overloaded_error");
+}
+
+TEST_CASE("admission refusals are rate limits and timeouts in both formats") {
+  auto full = api_error{error_code::too_many_requests, "at capacity", ""};
+  auto oa = nlohmann::json::parse(render_error_body(full, api_format::openai));
+  CHECK(oa["error"]["type"] == "rate_limit_error");
+  CHECK(oa["error"]["code"] == "too_many_requests");
+  auto an = nlohmann::json::parse(render_error_body(full, api_format::anthropic));
+  CHECK(an["error"]["type"] == "rate_limit_error");
+  auto waited = api_error{error_code::queue_timeout, "waited too long", ""};
+  CHECK(nlohmann::json::parse(render_error_body(waited, api_format::openai))["error"]["code"] ==
+        "queue_timeout");
+  CHECK(nlohmann::json::parse(render_error_body(waited, api_format::anthropic))["error"]["type"] ==
+        "timeout_error");
 }
 
 TEST_CASE("error events are one SSE event in the stream's format") {
