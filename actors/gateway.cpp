@@ -4,6 +4,7 @@
 #include "actors/endpoints/endpoints.hpp"
 #include "actors/errors.hpp"
 #include "actors/metrics_endpoint.hpp"
+#include "actors/request_admission.hpp"
 #include "transport/http_server.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -117,6 +118,13 @@ void gateway::start() {
                        std::make_shared<response_affinity>()};
   svc.metrics = stats;
   svc.inspector = inspector;
+  svc.admission = make_admission(d.ioc, cfg);
+  if (svc.admission) {
+    stats->watch_admission(svc.admission);
+    const auto& lim = svc.admission->limits();
+    spdlog::info("admission control: {} request(s) at once, {} may wait up to {} ms",
+                 lim.max_active, lim.max_queued, lim.queue_timeout.count());
+  }
   d.svc = std::make_shared<const gateway_services>(std::move(svc));
   stats->watch_system([&sys = d.sys] { return sys.registry().running(); },
                       [tracker = d.svc->tracker] { return tracker->size(); });

@@ -51,6 +51,11 @@ struct gateway_config {
   std::chrono::seconds request_timeout{1800};
   std::chrono::seconds shutdown_grace{10};
 
+  // -- admission control (smg's flags; docs/architecture.md) --
+  int max_concurrent_requests = -1; ///< Data-plane requests running at once; <= 0: no limit.
+  std::size_t queue_size = 100;     ///< Requests waiting for a slot; 0: refused at once (429).
+  std::chrono::milliseconds queue_timeout{60000}; ///< Longest wait for a slot, then 408.
+
   // -- security --
   std::string api_key; ///< Data plane and worker management need it as a Bearer token.
   std::string admin_api_key; ///< `/admin/*` needs it; empty: `api_key` guards them too.

@@ -1,5 +1,6 @@
 #include "actors/metrics.hpp"
 
+#include "actors/admission.hpp"
 #include "actors/fleet.hpp"
 
 #include <array>
@@ -185,6 +186,81 @@ private:
   std::function<std::size_t()> in_flight_;
 };
 
+/// The `troupe_admission_*` series: counts read from admission control when scraped, and the
+/// queue-wait histogram. Empty while admission control is off.
+class admission_gauges final : public prom::Collectable {
+public:
+  explicit admission_gauges(const prom::Histogram::BucketBoundaries& buckets) : wait_(buckets) {}
+
+  std::vector<prom::MetricFamily> Collect() const override {
+    std::shared_ptr<const admission_control> ctl;
+    {
+      std::lock_guard guard{mx_};
+      ctl = ctl_;
+    }
+    if (!ctl) {
+      return {};
+    }
+    using type = prom::MetricType;
+    auto s = ctl->stats();
+    const auto& lim = ctl->limits();
+    auto one = [](type t, double value, std::string label = {}, std::string label_value = {}) {
+      prom::ClientMetric m;
+      if (!label.empty()) {
+        m.label = {{std::move(label), std::move(label_value)}};
+      }
+      (t == type::Counter ? m.counter.value : m.gauge.value) = value;
+      return m;
+    };
+    auto n = [](auto v) { return static_cast<double>(v); };
+    return {
+        {"troupe_admission_active",
+         "Data-plane requests holding an admission slot",
+         type::Gauge,
+         {one(type::Gauge, n(s.active))}},
+        {"troupe_admission_queued",
+         "Data-plane requests waiting for an admission slot",
+         type::Gauge,
+         {one(type::Gauge, n(s.queued))}},
+        {"troupe_admission_limit",
+         "Admission limits: slots (kind=concurrent) and places to wait (kind=queue)",
+         type::Gauge,
+         {one(type::Gauge, n(lim.max_active), "kind", "concurrent"),
+          one(type::Gauge, n(lim.max_queued), "kind", "queue")}},
+        {"troupe_admission_admitted_total",
+         "Requests admitted at once (path=immediate) or after waiting (path=queued)",
+         type::Counter,
+         {one(type::Counter, n(s.admitted), "path", "immediate"),
+          one(type::Counter, n(s.admitted_queued), "path", "queued")}},
+        {"troupe_admission_rejected_total",
+         "Requests refused at the door: queue full (429) or waited too long (408)",
+         type::Counter,
+         {one(type::Counter, n(s.rejected_full), "reason", "queue_full"),
+          one(type::Counter, n(s.rejected_timeout), "reason", "queue_timeout")}},
+        {"troupe_admission_abandoned_total",
+         "Queued requests whose client left before a slot freed",
+         type::Counter,
+         {one(type::Counter, n(s.abandoned))}},
+        {"troupe_admission_queue_wait_seconds",
+         "Time requests admitted from the queue waited for their slot",
+         type::Histogram,
+         {wait_.Collect()}},
+    };
+  }
+
+  void watch(std::shared_ptr<const admission_control> ctl) {
+    std::lock_guard guard{mx_};
+    ctl_ = std::move(ctl);
+  }
+
+  void observe(double seconds) { wait_.Observe(seconds); }
+
+private:
+  mutable std::mutex mx_;
+  std::shared_ptr<const admission_control> ctl_;
+  prom::Histogram wait_;
+};
+
 template <class T> auto adder(prom::Family<T>& family) {
   return [&family](const prom::Labels& labels) -> T& { return family.Add(labels); };
 }
@@ -212,6 +288,7 @@ struct metrics::impl {
   std::shared_ptr<prom::Registry> registry = std::make_shared<prom::Registry>();
   std::shared_ptr<fleet_gauges> workers;
   std::shared_ptr<system_gauges> system = std::make_shared<system_gauges>();
+  std::shared_ptr<admission_gauges> admission = std::make_shared<admission_gauges>(latency_buckets);
 
   // HTTP
   prom::Family<prom::Counter>& http_requests =
@@ -367,7 +444,15 @@ void metrics::watch_system(std::function<std::size_t()> running_actors,
 }
 
 std::vector<std::shared_ptr<prometheus::Collectable>> metrics::collectables() const {
-  return {impl_->registry, impl_->workers, impl_->system};
+  return {impl_->registry, impl_->workers, impl_->system, impl_->admission};
+}
+
+void metrics::watch_admission(std::shared_ptr<const admission_control> admission) {
+  impl_->admission->watch(std::move(admission));
+}
+
+void metrics::on_admission_wait(std::chrono::steady_clock::duration waited) {
+  impl_->admission->observe(std::chrono::duration<double>(waited).count());
 }
 
 std::string metrics::scrape() const {

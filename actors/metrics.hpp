@@ -18,6 +18,7 @@ class Collectable;
 namespace troupe::actors {
 
 class fleet_view;
+class admission_control;
 
 /// How one data-plane request ended, as the router metrics count it.
 struct request_outcome {
@@ -87,6 +88,18 @@ public:
   /// `troupe_requests_in_flight`. Both functions must be safe from any thread.
   void watch_system(std::function<std::size_t()> running_actors,
                     std::function<std::size_t()> requests_in_flight);
+
+  // -- admission control --
+
+  /// Reads admission control's counts at scrape time: `troupe_admission_active`,
+  /// `troupe_admission_queued`, `troupe_admission_limit{kind}`,
+  /// `troupe_admission_admitted_total{path}`, `troupe_admission_rejected_total{reason}`,
+  /// `troupe_admission_abandoned_total` (none of them while admission control is off).
+  void watch_admission(std::shared_ptr<const admission_control> admission);
+
+  /// A request waited `waited` in the queue for its slot:
+  /// `troupe_admission_queue_wait_seconds`.
+  void on_admission_wait(std::chrono::steady_clock::duration waited);
 
   // -- exposition --
 

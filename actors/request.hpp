@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/admission.hpp"
 #include "actors/services.hpp"
 #include "protocol/routes.hpp"
 #include "transport/http_types.hpp"
@@ -28,6 +29,9 @@ struct inbound_request {
   std::string request_id;
   std::chrono::steady_clock::time_point received;
   std::vector<std::string> params; ///< Values of the route's `{...}` segments (a response id).
+  /// The request's admission slot, when admission control is on: it goes back when the
+  /// request actor's state is destroyed, whatever ended the request.
+  admission_permit permit;
 };
 
 /// Spawns the actor for `in`. It registers for the client's disconnect itself.

@@ -7,6 +7,8 @@ namespace troupe::actors {
 
 std::string_view to_string(request_phase p) noexcept {
   switch (p) {
+  case request_phase::queued:
+    return "queued";
   case request_phase::parsing:
     return "parsing";
   case request_phase::selecting:
@@ -25,9 +27,11 @@ std::string_view to_string(request_phase p) noexcept {
 
 void request_tracker::begin(const std::string& id, std::string route) {
   std::lock_guard guard{mx_};
-  auto& e = entries_[id];
-  e.route = std::move(route);
-  e.started = std::chrono::steady_clock::now();
+  auto [it, fresh] = entries_.try_emplace(id);
+  it->second.route = std::move(route);
+  if (fresh) {
+    it->second.started = std::chrono::steady_clock::now();
+  }
 }
 
 void request_tracker::update(const std::string& id, request_phase phase) {

@@ -12,6 +12,7 @@ namespace troupe::actors {
 
 /// Where a request is in its life.
 enum class request_phase {
+  queued,     ///< Waiting for an admission slot (`--max-concurrent-requests`).
   parsing,    ///< Reading and validating the body.
   selecting,  ///< Asking policies for a worker.
   locating,   ///< Asking workers which one stores the Responses object the request names.
@@ -34,7 +35,7 @@ public:
     std::chrono::steady_clock::time_point started;
   };
 
-  /// Adds request `id`.
+  /// Adds request `id`; one already there (it waited for admission) keeps its start time.
   void begin(const std::string& id, std::string route);
 
   /// Updates the phase (and, when given, the model and workers) of `id`.

@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 #include <memory>
 
+#include "actors/admission.hpp"
 #include "actors/cluster_view.hpp"
 #include "actors/fleet.hpp"
 #include "actors/gateway_config.hpp"
@@ -32,6 +33,8 @@ struct gateway_services {
   std::shared_ptr<response_affinity> responses; ///< Which worker stores which response.
   /// Bootstrap rooms of prefill/decode requests.
   std::shared_ptr<protocol::room_source> rooms = std::make_shared<protocol::room_source>();
+  /// Admission control of the data plane (null: no limit, and no cost per request).
+  std::shared_ptr<admission_control> admission{};
 
   // -- observability --
   std::shared_ptr<troupe::actors::metrics> metrics{}; ///< This node's metrics (null: none).

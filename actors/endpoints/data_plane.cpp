@@ -1,5 +1,6 @@
 #include "actors/endpoints/endpoints.hpp"
 #include "actors/request.hpp"
+#include "actors/request_admission.hpp"
 
 namespace troupe::actors {
 
@@ -8,8 +9,9 @@ namespace {
 using protocol::operation;
 using verb = transport::http::verb;
 
-endpoint_handler proxy(operation op) {
-  return [op](http_context& ctx) {
+/// The handler of a proxied route. `limited` routes pass admission control first.
+endpoint_handler proxy(operation op, bool limited) {
+  return [op, limited](http_context& ctx) {
     auto in = std::make_shared<inbound_request>();
     in->op = op;
     in->req = std::move(ctx.req);
@@ -17,7 +19,11 @@ endpoint_handler proxy(operation op) {
     in->request_id = std::move(ctx.request_id);
     in->received = ctx.received;
     in->params = std::move(ctx.params);
-    spawn_request(ctx.svc, std::move(in));
+    if (limited) {
+      admit_request(ctx.svc, std::move(in));
+    } else {
+      spawn_request(ctx.svc, std::move(in));
+    }
   };
 }
 
@@ -28,27 +34,31 @@ void add_data_plane_routes(route_table& routes) {
     verb method;
     const char* path;
     operation op;
+    bool limited; ///< Subject to admission control (`--max-concurrent-requests`).
   };
-  // The data plane is data: one row per route, one handler for all of them.
+  // The data plane is data: one row per route, one handler for all of them. Admission
+  // control limits the routes that make a model work; lookups of stored responses, a cancel
+  // (which frees capacity: it must not wait behind the work it stops) and the info and health
+  // routes never queue (docs/architecture.md).
   const row rows[] = {
-      {verb::post, "/generate", operation::generate},
-      {verb::post, "/v1/chat/completions", operation::chat_completions},
-      {verb::post, "/v1/completions", operation::completions},
-      {verb::post, "/v1/embeddings", operation::embeddings},
-      {verb::post, "/v1/rerank", operation::rerank},
-      {verb::post, "/rerank", operation::rerank},
-      {verb::post, "/v1/messages", operation::messages},
-      {verb::post, "/v1/responses", operation::responses_create},
-      {verb::get, "/v1/responses/{id}", operation::responses_get},
-      {verb::delete_, "/v1/responses/{id}", operation::responses_delete},
-      {verb::post, "/v1/responses/{id}/cancel", operation::responses_cancel},
-      {verb::get, "/v1/responses/{id}/input_items", operation::responses_input_items},
-      {verb::get, "/get_model_info", operation::get_model_info},
-      {verb::get, "/get_server_info", operation::get_server_info},
-      {verb::get, "/health_generate", operation::health_generate},
+      {verb::post, "/generate", operation::generate, true},
+      {verb::post, "/v1/chat/completions", operation::chat_completions, true},
+      {verb::post, "/v1/completions", operation::completions, true},
+      {verb::post, "/v1/embeddings", operation::embeddings, true},
+      {verb::post, "/v1/rerank", operation::rerank, true},
+      {verb::post, "/rerank", operation::rerank, true},
+      {verb::post, "/v1/messages", operation::messages, true},
+      {verb::post, "/v1/responses", operation::responses_create, true},
+      {verb::get, "/v1/responses/{id}", operation::responses_get, false},
+      {verb::delete_, "/v1/responses/{id}", operation::responses_delete, false},
+      {verb::post, "/v1/responses/{id}/cancel", operation::responses_cancel, false},
+      {verb::get, "/v1/responses/{id}/input_items", operation::responses_input_items, false},
+      {verb::get, "/get_model_info", operation::get_model_info, false},
+      {verb::get, "/get_server_info", operation::get_server_info, false},
+      {verb::get, "/health_generate", operation::health_generate, false},
   };
   for (auto& r : rows) {
-    routes.add(r.method, r.path, proxy(r.op), protocol::info(r.op).format);
+    routes.add(r.method, r.path, proxy(r.op, r.limited), protocol::info(r.op).format);
   }
 }
 

@@ -122,6 +122,21 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
                  "On SIGTERM, how long requests in flight may finish")
       ->check(CLI::NonNegativeNumber);
 
+  // -- admission control (smg's flags) --
+  app.add_option("--max-concurrent-requests", cfg.max_concurrent_requests,
+                 "Data-plane requests running at once on this node; -1 (any value <= 0): no limit");
+  app.add_option("--queue-size", cfg.queue_size,
+                 "Requests that wait (FIFO) for a slot when all are taken; more get 429 at once");
+  double queue_timeout = cfg.queue_timeout.count() / 1000.0;
+  app.add_option("--queue-timeout-secs", queue_timeout,
+                 "Longest wait for a slot; a request still waiting then gets 408")
+      ->check(CLI::NonNegativeNumber);
+  double rate_limit = 0;
+  app.add_option("--rate-limit-tokens-per-second", rate_limit,
+                 "smg's token refill rate: only 0 (no refill, a strict concurrency cap) is "
+                 "supported")
+      ->check(CLI::NonNegativeNumber);
+
   // -- security --
   app.add_option("--api-key", cfg.api_key,
                  "Require 'Authorization: Bearer KEY' on the data plane and worker management");
@@ -228,6 +243,14 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     }
     cfg.node_name = host + ":" + std::to_string(cfg.port);
   }
+  if (rate_limit > 0) {
+    std::cerr << "troupe: --rate-limit-tokens-per-second > 0 is not supported: "
+                 "--max-concurrent-requests is a strict cap on requests in flight (see "
+                 "docs/configuration.md)\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+  cfg.queue_timeout = secs(queue_timeout);
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);
   w.health_interval = secs(health_interval);

@@ -2,8 +2,8 @@
 
 It answers like an inference engine just enough for the gateway to route to it (health, model
 discovery, the data-plane paths), records every request it receives, and misbehaves on demand:
-an error status, a stall before the response head, a dropped connection, a slow stream. It
-notices when the gateway closes a connection it is stalling or streaming on (`aborted`).
+an error status, a stall before the response head, a dropped connection, a slow stream, a
+hold until the test lets the request go (`release`). It notices when the gateway closes a connection it is stalling or streaming on (`aborted`).
 
 In a test:  stub = StubWorker(role="prefill"); ...; stub.configure(status=500); stub.stop()
 By hand:    python3 stub_worker.py --port 8100 --role decode
@@ -26,6 +26,8 @@ DEFAULTS = {
     "meta_info": None,     # merged into every answer object's meta_info
     "error_message": None, # message of an error answer (default names the role)
     "error_event": False,  # a streamed answer reports an error event after its 200 head
+    "event_bytes": 0,      # pad each streamed event's text to this many characters
+    "hold": False,         # each answer waits for a release() before its response head
 }
 
 
@@ -99,6 +101,24 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
         return True
 
+    def _hold(self):
+        """Waits for a release(); True if the peer left (or the stub stops) first."""
+        stub = self.stub
+        with stub._lock:
+            stub._held += 1
+        try:
+            while not stub._stopping.is_set():
+                with stub._lock:
+                    if stub._releases > 0:
+                        stub._releases -= 1
+                        return False
+                if self._client_gone(0.02):
+                    return True
+            return True
+        finally:
+            with stub._lock:
+                stub._held -= 1
+
     def _answer_object(self, path, index, text):
         obj = {"role": self.stub.role, "path": path, "index": index, "text": text,
                "model": self.stub.model}
@@ -136,6 +156,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.stub._record(self, body)
         self.stub._active_add(1)
         try:
+            if cfg["hold"] and self._hold():
+                self.stub._aborted_add()
+                self.close_connection = True
+                return
             if cfg["stall_ms"] and self._wait(cfg["stall_ms"]):
                 self.stub._aborted_add()
                 self.close_connection = True
@@ -167,6 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         def chunk(data):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
+            self.stub._sent_add(len(data))
 
         try:
             if cfg["error_event"]:
@@ -175,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
             for i in range(cfg["events"]):
                 if i and cfg["event_delay_ms"] and self._wait(cfg["event_delay_ms"]):
                     raise BrokenPipeError
-                obj = self._answer_object(path, 0, f"tok{i}")
+                obj = self._answer_object(path, 0, f"tok{i}".ljust(cfg["event_bytes"], "."))
                 chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
             chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
@@ -198,6 +223,9 @@ class StubWorker:
         self._requests = []
         self._active = 0
         self._aborted = 0
+        self._sent = 0
+        self._held = 0
+        self._releases = 0
         self._stopping = threading.Event()
         self._server = _Server(("127.0.0.1", port), self)
         self.port = self._server.server_address[1]
@@ -222,6 +250,10 @@ class StubWorker:
         with self._lock:
             self._active += n
 
+    def _sent_add(self, n):
+        with self._lock:
+            self._sent += n
+
     def _aborted_add(self):
         with self._lock:
             self._aborted += 1
@@ -235,6 +267,7 @@ class StubWorker:
         with self._lock:
             self._requests.clear()
             self._aborted = 0
+            self._sent = 0
 
     @property
     def active(self):
@@ -248,7 +281,25 @@ class StubWorker:
         with self._lock:
             return self._aborted
 
+    @property
+    def held(self):
+        """Data-plane requests waiting for a release() now (with `hold`)."""
+        with self._lock:
+            return self._held
+
+    @property
+    def sent_bytes(self):
+        """Bytes of streamed events written to the gateway so far (a write blocks while the
+        gateway does not read)."""
+        with self._lock:
+            return self._sent
+
     # -- behaviour --
+
+    def release(self, n=1):
+        """Lets `n` held requests (or the next `n` to arrive) answer."""
+        with self._lock:
+            self._releases += n
 
     def configure(self, **knobs):
         unknown = set(knobs) - set(DEFAULTS)
