@@ -37,6 +37,10 @@ public:
     record(status_.load(std::memory_order_relaxed));
   }
 
+  void set_flow_source(std::weak_ptr<transport::flow_source> source) override {
+    inner_->set_flow_source(std::move(source));
+  }
+
   void on_disconnect(std::function<void()> f) override { inner_->on_disconnect(std::move(f)); }
 
   void abort() override { inner_->abort(); }

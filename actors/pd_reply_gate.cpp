@@ -80,6 +80,12 @@ void pd_reply_gate::end_stream() {
   client_->end_stream();
 }
 
+void pd_reply_gate::set_flow_source(std::weak_ptr<transport::flow_source> source) {
+  // While the gate holds, nothing reaches the client and the hold limit bounds what is held;
+  // once open, the client's connection paces the decode stream.
+  client_->set_flow_source(std::move(source));
+}
+
 void pd_reply_gate::on_disconnect(std::function<void()> f) {
   client_->on_disconnect(std::move(f));
 }

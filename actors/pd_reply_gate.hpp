@@ -29,6 +29,7 @@ public:
   void begin_stream(unsigned status, transport::header_list headers) override;
   void write_chunk(std::string data) override;
   void end_stream() override;
+  void set_flow_source(std::weak_ptr<transport::flow_source> source) override;
   void on_disconnect(std::function<void()> f) override;
   void abort() override;
 

@@ -90,6 +90,10 @@ relay_sink::relay_sink(std::shared_ptr<transport::reply_channel> reply, std::str
       body_limit_(body_limit), error_body_limit_(error_body_limit), observer_(std::move(observer)) {
 }
 
+void relay_sink::on_source(std::weak_ptr<transport::flow_source> source) {
+  source_ = std::move(source);
+}
+
 bool relay_sink::on_head(const http::response_header<>& head) {
   status_ = head.result_int();
   headers_ = relayable_headers(head);
@@ -97,6 +101,9 @@ bool relay_sink::on_head(const http::response_header<>& head) {
   if (protocol::is_event_stream(head[http::field::content_type])) {
     streaming_ = true;
     headers_.emplace_back("cache-control", "no-cache");
+    // A stream is relayed as it is read: a client that falls behind pauses the reading. A
+    // body relayed whole is bounded by its size limit instead.
+    reply_->set_flow_source(std::move(source_));
     reply_->begin_stream(status_, std::move(headers_));
     if (on_stream_start_) {
       on_stream_start_();

@@ -30,6 +30,7 @@ public:
              protocol::api_format format, std::size_t body_limit,
              std::size_t error_body_limit = 64 * 1024, response_observer observer = {});
 
+  void on_source(std::weak_ptr<transport::flow_source> source) override;
   bool on_head(const transport::http::response_header<>& head) override;
   bool on_body(std::string_view piece) override;
   void on_complete() override;
@@ -62,6 +63,7 @@ private:
   std::size_t error_body_limit_;
   response_observer observer_;
   std::function<void()> on_stream_start_;
+  std::weak_ptr<transport::flow_source> source_; ///< Handed to the client with a stream's head.
   unsigned status_ = 0;
   transport::header_list headers_;
   std::string body_;

@@ -26,6 +26,7 @@ public:
   void begin_stream(unsigned status, header_list headers) override;
   void write_chunk(std::string data) override;
   void end_stream() override;
+  void set_flow_source(std::weak_ptr<flow_source> source) override;
   void on_disconnect(std::function<void()> f) override;
   void abort() override;
 
@@ -33,6 +34,7 @@ public:
   void client_gone() {
     gone_ = true;
     client_left_ = true;
+    source_.reset();
     if (auto f = std::exchange(on_disconnect_, nullptr)) {
       f();
     }
@@ -42,14 +44,18 @@ public:
   void finished() {
     gone_ = true;
     on_disconnect_ = nullptr;
+    source_.reset();
   }
 
   bool gone() const noexcept { return gone_; }
   std::uint64_t seq() const noexcept { return seq_; }
 
+  /// Runs on the strand: the producer of the stream, if it is still there.
+  std::shared_ptr<flow_source> source() const { return source_.lock(); }
+  void source(std::weak_ptr<flow_source> s) { source_ = std::move(s); }
+
 private:
-  template <class F>
-  void on_strand(F&& f);
+  template <class F> void on_strand(F&& f);
 
   std::weak_ptr<session> session_;
   std::uint64_t seq_;
@@ -57,6 +63,7 @@ private:
   bool gone_ = false;        // no further call takes effect
   bool client_left_ = false; // ... because the client disconnected
   std::function<void()> on_disconnect_;
+  std::weak_ptr<flow_source> source_;
 };
 
 /// One item of a connection's write queue.
@@ -110,6 +117,11 @@ public:
           std::shared_ptr<const request_handler> handler)
       : stream_(std::move(socket)), opts_(std::move(opts)), handler_(std::move(handler)) {}
 
+  ~session() {
+    set_queued(0);
+    forget_pause();
+  }
+
   void start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
   }
@@ -123,14 +135,31 @@ public:
       return;
     }
     writes_.push_back(to_wire(std::move(item)));
-    writes_.back().ends_response = ends_response;
+    auto& w = writes_.back();
+    w.ends_response = ends_response;
+    set_queued(queued_bytes_ + w.prefix.size() + w.payload.size() + w.suffix.size());
     if (ends_response) {
       // No further calls of this reply take effect; the write queue finishes the response.
+      // Its producer is done: no stream of this connection is paused any more.
       current_->finished();
       response_ending_ = true;
+      forget_pause();
+    } else if (queued_bytes_ > opts_->stream_buffer_bytes && !source_paused_) {
+      pause_source();
     }
     if (!writing_) {
       do_write();
+    }
+  }
+
+  /// The producer of the current stream; paused at once if the client is behind already.
+  void set_source(std::uint64_t seq, std::weak_ptr<flow_source> source) {
+    if (!current_ || current_->seq() != seq || current_->gone() || closed_) {
+      return;
+    }
+    current_->source(std::move(source));
+    if (queued_bytes_ > opts_->stream_buffer_bytes) {
+      pause_source();
     }
   }
 
@@ -140,6 +169,7 @@ public:
       return;
     }
     current_->finished();
+    forget_pause();
     aborting_ = true;
     stop_reading_ = true;
     if (!writing_) {
@@ -262,8 +292,9 @@ private:
   }
 
   void read_body() {
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(error_code ec) {
@@ -331,13 +362,15 @@ private:
   void do_write() {
     writing_ = true;
     in_flight_ = writes_.size();
+    in_flight_bytes_ = 0;
     buffers_.clear();
     for (std::size_t i = 0; i < in_flight_; ++i) {
       auto& w = writes_[i];
-      for (std::string_view piece : {std::string_view{w.prefix}, std::string_view{w.payload},
-                                     w.suffix}) {
+      for (std::string_view piece :
+           {std::string_view{w.prefix}, std::string_view{w.payload}, w.suffix}) {
         if (!piece.empty()) {
           buffers_.emplace_back(piece.data(), piece.size());
+          in_flight_bytes_ += piece.size();
         }
       }
     }
@@ -350,7 +383,12 @@ private:
     writing_ = false;
     if (ec) {
       writes_.clear();
+      set_queued(0);
       return client_gone();
+    }
+    set_queued(queued_bytes_ - in_flight_bytes_);
+    if (source_paused_ && queued_bytes_ <= opts_->stream_buffer_bytes / 2) {
+      resume_source();
     }
     if (aborting_ && writes_.size() == in_flight_) {
       return close();
@@ -388,6 +426,8 @@ private:
   }
 
   void client_gone() {
+    // A paused producer is not resumed: the disconnect callback cancels it.
+    forget_pause();
     if (current_) {
       auto cur = std::move(current_);
       cur->client_gone();
@@ -406,6 +446,58 @@ private:
     stream_.close();
   }
 
+  // -- flow control (docs/architecture.md, "Slow clients") --
+
+  /// Records `n` unwritten bytes; the stats see them in whole `queued_report_step`s, so a
+  /// connection that keeps up never touches the shared counter.
+  void set_queued(std::size_t n) {
+    queued_bytes_ = n;
+    auto* stats = opts_->flow_stats.get();
+    if (!stats) {
+      return;
+    }
+    auto reported = n - n % queued_report_step;
+    if (reported != reported_bytes_) {
+      stats->queued_bytes.fetch_add(static_cast<std::int64_t>(reported) -
+                                        static_cast<std::int64_t>(reported_bytes_),
+                                    std::memory_order_relaxed);
+      reported_bytes_ = reported;
+    }
+  }
+
+  // The client is behind: the producer of its stream stops reading.
+  void pause_source() {
+    auto source = current_ ? current_->source() : nullptr;
+    if (!source) {
+      return;
+    }
+    if (!source_paused_) {
+      source_paused_ = true;
+      if (auto* stats = opts_->flow_stats.get()) {
+        stats->pauses.fetch_add(1, std::memory_order_relaxed);
+        stats->paused.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    source->pause();
+  }
+
+  // The client caught up: the producer reads again.
+  void resume_source() {
+    forget_pause();
+    if (auto source = current_ ? current_->source() : nullptr) {
+      source->resume();
+    }
+  }
+
+  void forget_pause() {
+    if (!std::exchange(source_paused_, false)) {
+      return;
+    }
+    if (auto* stats = opts_->flow_stats.get()) {
+      stats->paused.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+
   struct queued_request {
     request req;
     inbound_status status;
@@ -419,11 +511,15 @@ private:
   std::deque<queued_request> queued_;
   std::shared_ptr<session_reply> current_;
   std::deque<wire_item> writes_;
-  std::size_t in_flight_ = 0;               ///< Items of `writes_` in the current write.
-  std::vector<net::const_buffer> buffers_;  ///< The current gather write.
-  unsigned req_version_ = 11;               ///< HTTP version of the current request.
-  bool chunked_ = false;                    ///< The current stream uses chunked encoding.
-  bool aborting_ = false;                   ///< Close once the queue is written.
+  std::size_t in_flight_ = 0;              ///< Items of `writes_` in the current write.
+  std::size_t in_flight_bytes_ = 0;        ///< Their bytes.
+  std::size_t queued_bytes_ = 0;           ///< Bytes of `writes_` not written yet.
+  std::size_t reported_bytes_ = 0;         ///< The part of them counted in the stats.
+  bool source_paused_ = false;             ///< The current stream's producer is paused.
+  std::vector<net::const_buffer> buffers_; ///< The current gather write.
+  unsigned req_version_ = 11;              ///< HTTP version of the current request.
+  bool chunked_ = false;                   ///< The current stream uses chunked encoding.
+  bool aborting_ = false;                  ///< Close once the queue is written.
   std::uint64_t seq_ = 0;
   bool keep_alive_ = true;
   bool reading_ = false;
@@ -435,8 +531,7 @@ private:
   friend class session_reply;
 };
 
-template <class F>
-void session_reply::on_strand(F&& f) {
+template <class F> void session_reply::on_strand(F&& f) {
   auto s = session_.lock();
   if (!s) {
     return;
@@ -478,6 +573,12 @@ void session_reply::abort() {
 void session_reply::end_stream() {
   on_strand(
       [seq = seq_](session& s) { s.deliver(seq, write_item{write_item::last_chunk{}}, true); });
+}
+
+void session_reply::set_flow_source(std::weak_ptr<flow_source> source) {
+  on_strand([seq = seq_, source = std::move(source)](session& s) mutable {
+    s.set_source(seq, std::move(source));
+  });
 }
 
 void session_reply::on_disconnect(std::function<void()> f) {
@@ -546,8 +647,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   void do_accept() {
     auto ex = opts_->use_strands ? net::any_io_executor{net::make_strand(ioc_)}
                                  : net::any_io_executor{ioc_.get_executor()};
-    acceptor_.async_accept(ex, [self = shared_from_this()](
-                                                       error_code ec, tcp::socket socket) {
+    acceptor_.async_accept(ex, [self = shared_from_this()](error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) {
         return;
       }

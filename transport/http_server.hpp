@@ -1,13 +1,14 @@
 #pragma once
 
+#include "transport/flow_control.hpp"
+#include "transport/http_types.hpp"
+#include "transport/reply_channel.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-
-#include "transport/http_types.hpp"
-#include "transport/reply_channel.hpp"
 
 namespace troupe::transport {
 
@@ -24,14 +25,19 @@ using request_handler =
 
 /// Settings of an HTTP/1.1 server.
 struct server_options {
-  std::string host = "127.0.0.1";                  ///< Address to bind.
-  std::uint16_t port = 0;                          ///< Port to bind; 0 picks a free one.
-  std::size_t body_limit = 512 * 1024 * 1024;      ///< Largest request body accepted.
-  std::chrono::seconds idle_timeout{75};           ///< Keep-alive connection idle limit.
-  std::size_t max_pipelined = 16;                  ///< Requests read ahead on one connection.
+  std::string host = "127.0.0.1";             ///< Address to bind.
+  std::uint16_t port = 0;                     ///< Port to bind; 0 picks a free one.
+  std::size_t body_limit = 512 * 1024 * 1024; ///< Largest request body accepted.
+  std::chrono::seconds idle_timeout{75};      ///< Keep-alive connection idle limit.
+  std::size_t max_pipelined = 16;             ///< Requests read ahead on one connection.
   /// A strand per connection. With one io thread, false: replies from that thread (the actors
   /// run there) are then written inline instead of posted.
   bool use_strands = true;
+  /// High-water mark of a connection's unwritten response bytes: above it, the producer of the
+  /// stream (`reply_channel::set_flow_source`) is paused; at half of it, resumed.
+  std::size_t stream_buffer_bytes = 1024 * 1024;
+  /// Where connections add up what they hold for slow clients; none: not counted.
+  std::shared_ptr<client_flow_stats> flow_stats = nullptr;
 };
 
 /// An HTTP/1.1 keep-alive server: accepts connections and hands every request to a handler.

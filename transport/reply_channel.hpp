@@ -1,9 +1,11 @@
 #pragma once
 
-#include <functional>
-#include <string>
-
+#include "transport/flow_control.hpp"
 #include "transport/http_types.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
 
 namespace troupe::transport {
 
@@ -25,6 +27,11 @@ public:
 
   /// Ends a streamed response.
   virtual void end_stream() = 0;
+
+  /// Names the producer of the streamed body, paused while the client falls behind (see
+  /// `flow_source`). Before `begin_stream`, or at any point of the stream; a channel that
+  /// queues nothing may ignore it, a channel in front of another passes it on.
+  virtual void set_flow_source(std::weak_ptr<flow_source> source) = 0;
 
   /// Calls `f` once if the client disconnects before the response ended (at once if it has).
   virtual void on_disconnect(std::function<void()> f) = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <limits>
@@ -22,8 +21,7 @@ std::size_t chunk_size_for(boost::optional<std::uint64_t> content_length) {
   if (!content_length) {
     return 16 * 1024;
   }
-  return static_cast<std::size_t>(
-      std::clamp<std::uint64_t>(*content_length, 1, max_chunk_size));
+  return static_cast<std::size_t>(std::clamp<std::uint64_t>(*content_length, 1, max_chunk_size));
 }
 
 } // namespace
@@ -117,10 +115,53 @@ void upstream_exchange::cancel() {
     return;
   }
   net::post(conn_executor_, [self = shared_from_this()] {
+    if (self->parked_) {
+      // No operation is pending to be cancelled: end here.
+      self->parked_ = false;
+      return self->finish(exchange_status::cancelled);
+    }
     if (self->conn_) {
       self->conn_->tcp().cancel();
     }
   });
+}
+
+void upstream_exchange::pause() {
+  net::dispatch(conn_executor_, [self = shared_from_this()] { self->paused_ = true; });
+}
+
+void upstream_exchange::resume() {
+  net::post(conn_executor_, [self = shared_from_this()] { self->on_resume(); });
+}
+
+void upstream_exchange::park() {
+  // Nothing is read until `resume`: the worker's writes fill the socket buffers and then
+  // block. The stream's expiry only runs during an operation, so the deadline gets a timer.
+  parked_ = true;
+  if (!park_timer_) {
+    park_timer_.emplace(conn_executor_);
+  }
+  park_timer_->expires_at(deadline_);
+  park_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || !self->parked_) {
+      return;
+    }
+    self->parked_ = false;
+    self->finish(exchange_status::timeout, "deadline passed while the client was not reading");
+  });
+}
+
+void upstream_exchange::on_resume() {
+  paused_ = false;
+  if (!parked_ || finished_) {
+    return;
+  }
+  parked_ = false;
+  park_timer_->cancel();
+  if (cancelled_) {
+    return finish(exchange_status::cancelled);
+  }
+  do_read_body();
 }
 
 void upstream_exchange::run() {
@@ -238,6 +279,7 @@ void upstream_exchange::do_read_head() {
         std::chrono::steady_clock::now() - self->started_);
     r.http_status = self->parser_->get().result_int();
     r.head_received = true;
+    self->sink_->on_source(self->weak_from_this());
     if (!self->sink_->on_head(self->parser_->get().base())) {
       return self->finish(exchange_status::rejected, "response head refused");
     }
@@ -277,6 +319,9 @@ void upstream_exchange::do_read_body() {
       self->sink_->on_complete();
       return self->finish(exchange_status::ok);
     }
+    if (self->paused_) {
+      return self->park();
+    }
     self->do_read_body();
   };
   conn_->visit([&](auto& stream) {
@@ -315,6 +360,9 @@ void upstream_exchange::finish(exchange_status status, std::string detail) {
     return;
   }
   finished_ = true;
+  if (park_timer_) {
+    park_timer_->cancel();
+  }
   if (status == exchange_status::ok && parser_ && parser_->keep_alive() && !cancelled_) {
     pool_->release(std::move(conn_));
   } else {

@@ -1,9 +1,11 @@
 #pragma once
 
+#include "transport/flow_control.hpp"
 #include "transport/http_types.hpp"
 #include "transport/upstream_pool.hpp"
 
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -49,6 +51,11 @@ class response_sink {
 public:
   virtual ~response_sink() = default;
 
+  /// The exchange reading the response, once before `on_head`. A sink relaying the body to a
+  /// client hands it to the client's reply channel (`reply_channel::set_flow_source`), which
+  /// pauses it while the client falls behind. The default ignores it.
+  virtual void on_source(std::weak_ptr<flow_source> source) { (void)source; }
+
   /// The status line and headers arrived. Return false to abort the exchange (`rejected`).
   virtual bool on_head(const http::response_header<>& head) = 0;
 
@@ -68,7 +75,10 @@ std::string serialize_request_head(http::verb method, std::string_view target,
 
 /// One request/response with a worker over a pooled keep-alive connection. A reused connection
 /// that turns out closed before any response byte is retried once on a fresh connection.
-class upstream_exchange : public std::enable_shared_from_this<upstream_exchange> {
+/// As a `flow_source` it stops reading the body while paused (the deadline and `cancel` still
+/// end it then).
+class upstream_exchange : public std::enable_shared_from_this<upstream_exchange>,
+                          public flow_source {
 public:
   using done_handler = std::function<void(exchange_result)>;
 
@@ -81,6 +91,12 @@ public:
   /// Aborts the exchange: the connection is closed and `done` gets `cancelled`. Thread-safe.
   void cancel();
 
+  /// Stops reading the body after the piece in hand. Thread-safe.
+  void pause() override;
+
+  /// Reads the body again (posted onto the connection's strand). Thread-safe.
+  void resume() override;
+
   upstream_exchange(std::shared_ptr<upstream_pool> pool, upstream_call call,
                     std::shared_ptr<response_sink> sink, done_handler done);
 
@@ -92,6 +108,8 @@ private:
   void do_write();
   void do_read_head();
   void do_read_body();
+  void park();
+  void on_resume();
   void on_failure(beast::error_code ec, exchange_status status);
   void finish(exchange_status status, std::string detail = {});
   exchange_status classify(beast::error_code ec) const;
@@ -111,6 +129,9 @@ private:
   std::size_t chunk_size_ = 0;
   bool retried_ = false;
   bool finished_ = false;
+  bool paused_ = false;                         ///< Asked to stop reading the body.
+  bool parked_ = false;                         ///< Stopped: no read pending until `resume`.
+  std::optional<net::steady_timer> park_timer_; ///< The deadline while parked.
   std::atomic<bool> cancelled_{false};
 };
 

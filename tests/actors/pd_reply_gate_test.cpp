@@ -151,3 +151,15 @@ TEST_CASE("a stream larger than the hold limit overflows instead of growing") {
   REQUIRE(client->full());
   CHECK(client->full()->result_int() == 502);
 }
+
+TEST_CASE("the decode stream's flow source passes through the gate to the client") {
+  struct source final : transport::flow_source {
+    void pause() override {}
+    void resume() override {}
+  };
+  auto client = std::make_shared<test::recording_reply>();
+  pd_reply_gate gate{client, 1 << 20};
+  auto s = std::make_shared<source>();
+  gate.set_flow_source(s);
+  CHECK(client->flow_source() == s);
+}

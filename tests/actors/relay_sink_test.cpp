@@ -1,9 +1,8 @@
 #include "actors/relay_sink.hpp"
+#include "tests/fakes/recording_reply.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-
-#include "tests/fakes/recording_reply.hpp"
 
 using namespace troupe;
 using namespace troupe::actors;
@@ -50,7 +49,8 @@ TEST_CASE("an SSE response is relayed event by event, never a partial event") {
   REQUIRE(sink.on_body("2\n\n"));
   REQUIRE(sink.on_body("data: [DONE]\n\n"));
   sink.on_complete();
-  CHECK(reply->chunks() == std::vector<std::string>{"data: 1\n\n", "data: 2\n\n", "data: [DONE]\n\n"});
+  CHECK(reply->chunks() ==
+        std::vector<std::string>{"data: 1\n\n", "data: 2\n\n", "data: [DONE]\n\n"});
   CHECK(reply->ended());
 }
 
@@ -89,4 +89,32 @@ TEST_CASE("bodies over the limit are refused while reading") {
   big.set(http::field::content_length, "100");
   relay_sink sink2{reply, "rid", protocol::api_format::openai, 8};
   CHECK_FALSE(sink2.on_head(big));
+}
+
+namespace {
+
+/// A flow source that only counts.
+struct counting_source final : transport::flow_source {
+  void pause() override { ++pauses; }
+  void resume() override { ++resumes; }
+  int pauses = 0;
+  int resumes = 0;
+};
+
+} // namespace
+
+TEST_CASE("a stream's client is given the exchange as its flow source; a whole body's is not") {
+  auto source = std::make_shared<counting_source>();
+  auto streamed = std::make_shared<test::recording_reply>();
+  relay_sink stream_sink{streamed, "rid", protocol::api_format::openai, 1024};
+  stream_sink.on_source(source);
+  REQUIRE(stream_sink.on_head(head(200, "text/event-stream")));
+  CHECK(streamed->flow_source() == source);
+
+  // A non-streamed body is read whole up to its size limit: nothing to pace.
+  auto whole = std::make_shared<test::recording_reply>();
+  relay_sink whole_sink{whole, "rid", protocol::api_format::openai, 1024};
+  whole_sink.on_source(source);
+  REQUIRE(whole_sink.on_head(head(200, "application/json")));
+  CHECK_FALSE(whole->flow_source());
 }

@@ -2,12 +2,12 @@
 
 // A reply channel that records what a handler or sink sent, for tests without sockets.
 
+#include "transport/reply_channel.hpp"
+
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "transport/reply_channel.hpp"
 
 namespace troupe::test {
 
@@ -33,6 +33,17 @@ public:
   void end_stream() override {
     std::lock_guard guard{mx_};
     ended_ = true;
+  }
+
+  void set_flow_source(std::weak_ptr<transport::flow_source> source) override {
+    std::lock_guard guard{mx_};
+    source_ = std::move(source);
+  }
+
+  /// The producer named by `set_flow_source`, if it is still there.
+  std::shared_ptr<transport::flow_source> flow_source() const {
+    std::lock_guard guard{mx_};
+    return source_.lock();
   }
 
   void on_disconnect(std::function<void()> f) override {
@@ -92,6 +103,7 @@ private:
   bool ended_ = false;
   bool aborted_ = false;
   std::function<void()> disconnect_;
+  std::weak_ptr<transport::flow_source> source_;
 };
 
 } // namespace troupe::test
