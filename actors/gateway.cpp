@@ -152,6 +152,9 @@ void gateway::start() {
   opts.port = cfg.port;
   opts.body_limit = cfg.max_payload_size;
   opts.use_strands = cfg.io_threads > 1;
+  opts.stream_buffer_bytes = cfg.stream_buffer_bytes;
+  opts.flow_stats = std::make_shared<transport::client_flow_stats>();
+  stats->watch_client_flow(opts.flow_stats);
   d.server = std::make_unique<transport::http_server>(d.ioc, opts, make_front(d.svc, routes));
   if (auto ec = d.server->start()) {
     throw std::runtime_error("cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) +

@@ -48,6 +48,8 @@ struct gateway_config {
   std::size_t max_payload_size = 512u * 1024 * 1024;  ///< Request bodies.
   std::size_t max_response_size = 256u * 1024 * 1024; ///< Non-streamed worker responses.
   std::size_t max_error_response_size = 64u * 1024;   ///< Worker error bodies: cut beyond.
+  /// Unwritten bytes a client connection holds before its stream's worker is no longer read.
+  std::size_t stream_buffer_bytes = 1024u * 1024;
   std::chrono::seconds request_timeout{1800};
   std::chrono::seconds shutdown_grace{10};
 

@@ -186,6 +186,48 @@ private:
   std::function<std::size_t()> in_flight_;
 };
 
+/// The `troupe_client_*` flow-control series, read from the server's counters when scraped.
+class client_flow_gauges final : public prom::Collectable {
+public:
+  std::vector<prom::MetricFamily> Collect() const override {
+    std::shared_ptr<const transport::client_flow_stats> stats;
+    {
+      std::lock_guard guard{mx_};
+      stats = stats_;
+    }
+    if (!stats) {
+      return {};
+    }
+    auto one = [](prom::MetricType type, double value) {
+      prom::ClientMetric m;
+      (type == prom::MetricType::Counter ? m.counter.value : m.gauge.value) = value;
+      return std::vector<prom::ClientMetric>{std::move(m)};
+    };
+    auto load = [](auto& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+    return {
+        {"troupe_client_queued_bytes",
+         "Response bytes waiting to be written to clients (each connection's share in whole "
+         "64 KiB)",
+         prom::MetricType::Gauge, one(prom::MetricType::Gauge, load(stats->queued_bytes))},
+        {"troupe_client_streams_paused",
+         "Streams whose worker is not read now because their client fell behind",
+         prom::MetricType::Gauge, one(prom::MetricType::Gauge, load(stats->paused))},
+        {"troupe_client_stream_pauses_total",
+         "Times a stream's worker stopped being read because its client fell behind",
+         prom::MetricType::Counter, one(prom::MetricType::Counter, load(stats->pauses))},
+    };
+  }
+
+  void watch(std::shared_ptr<const transport::client_flow_stats> stats) {
+    std::lock_guard guard{mx_};
+    stats_ = std::move(stats);
+  }
+
+private:
+  mutable std::mutex mx_;
+  std::shared_ptr<const transport::client_flow_stats> stats_;
+};
+
 /// The `troupe_admission_*` series: counts read from admission control when scraped, and the
 /// queue-wait histogram. Empty while admission control is off.
 class admission_gauges final : public prom::Collectable {
@@ -289,6 +331,7 @@ struct metrics::impl {
   std::shared_ptr<fleet_gauges> workers;
   std::shared_ptr<system_gauges> system = std::make_shared<system_gauges>();
   std::shared_ptr<admission_gauges> admission = std::make_shared<admission_gauges>(latency_buckets);
+  std::shared_ptr<client_flow_gauges> client_flow = std::make_shared<client_flow_gauges>();
 
   // HTTP
   prom::Family<prom::Counter>& http_requests =
@@ -443,8 +486,12 @@ void metrics::watch_system(std::function<std::size_t()> running_actors,
   impl_->system->watch(std::move(running_actors), std::move(requests_in_flight));
 }
 
+void metrics::watch_client_flow(std::shared_ptr<const transport::client_flow_stats> stats) {
+  impl_->client_flow->watch(std::move(stats));
+}
+
 std::vector<std::shared_ptr<prometheus::Collectable>> metrics::collectables() const {
-  return {impl_->registry, impl_->workers, impl_->system, impl_->admission};
+  return {impl_->registry, impl_->workers, impl_->system, impl_->client_flow, impl_->admission};
 }
 
 void metrics::watch_admission(std::shared_ptr<const admission_control> admission) {

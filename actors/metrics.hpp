@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/worker.hpp"
+#include "transport/flow_control.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -100,6 +101,13 @@ public:
   /// A request waited `waited` in the queue for its slot:
   /// `troupe_admission_queue_wait_seconds`.
   void on_admission_wait(std::chrono::steady_clock::duration waited);
+
+  // -- slow clients --
+
+  /// Reads, at scrape time, what the API port's connections hold for slow clients:
+  /// `troupe_client_queued_bytes`, `troupe_client_streams_paused` and
+  /// `troupe_client_stream_pauses_total` (docs/operations.md).
+  void watch_client_flow(std::shared_ptr<const transport::client_flow_stats> stats);
 
   // -- exposition --
 

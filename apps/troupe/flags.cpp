@@ -114,6 +114,10 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--max-error-response-size", cfg.max_error_response_size,
                  "Largest worker error body read, in bytes; longer ones are cut and quoted")
       ->check(CLI::PositiveNumber);
+  app.add_option("--stream-buffer-bytes", cfg.stream_buffer_bytes,
+                 "Unwritten bytes held for a slow client before its stream's worker is no longer "
+                 "read (resumed at half)")
+      ->check(CLI::PositiveNumber);
   long long timeout_secs = cfg.request_timeout.count();
   app.add_option("--request-timeout-secs", timeout_secs, "Deadline of a whole request")
       ->check(CLI::PositiveNumber);
