@@ -3,8 +3,9 @@
 It answers like an inference engine just enough for the gateway to route to it (health, model
 discovery, the data-plane paths), records every request it receives, and misbehaves on demand:
 an error status, a stall before the response head, a dropped connection, a slow stream, a
-hold until the test lets the request go (`release`). It notices when the gateway closes a
-connection it is stalling or streaming on (`aborted`).
+hold until the test lets the request go (`release`), a long stream of big events
+(`event_bytes`). It notices when the gateway closes a connection it is stalling or streaming on
+(`aborted`), and counts the stream bytes it managed to send (`sent_bytes`).
 
 In a test:  stub = StubWorker(role="prefill"); ...; stub.configure(status=500); stub.stop()
 By hand:    python3 stub_worker.py --port 8100 --role decode
@@ -27,6 +28,7 @@ DEFAULTS = {
     "meta_info": None,     # merged into every answer object's meta_info
     "error_message": None, # message of an error answer (default names the role)
     "error_event": False,  # a streamed answer reports an error event after its 200 head
+    "event_bytes": 0,      # pad each streamed event's text to this many characters
     "hold": False,         # each answer waits for a release() before its response head
 }
 
@@ -191,6 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
         def chunk(data):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
+            self.stub._sent_add(len(data))
 
         try:
             if cfg["error_event"]:
@@ -199,7 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
             for i in range(cfg["events"]):
                 if i and cfg["event_delay_ms"] and self._wait(cfg["event_delay_ms"]):
                     raise BrokenPipeError
-                obj = self._answer_object(path, 0, f"tok{i}")
+                obj = self._answer_object(path, 0, f"tok{i}".ljust(cfg["event_bytes"], "."))
                 chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
             chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
@@ -222,6 +225,7 @@ class StubWorker:
         self._requests = []
         self._active = 0
         self._aborted = 0
+        self._sent = 0
         self._held = 0
         self._releases = 0
         self._stopping = threading.Event()
@@ -248,6 +252,10 @@ class StubWorker:
         with self._lock:
             self._active += n
 
+    def _sent_add(self, n):
+        with self._lock:
+            self._sent += n
+
     def _aborted_add(self):
         with self._lock:
             self._aborted += 1
@@ -261,6 +269,7 @@ class StubWorker:
         with self._lock:
             self._requests.clear()
             self._aborted = 0
+            self._sent = 0
 
     @property
     def active(self):
@@ -279,6 +288,13 @@ class StubWorker:
         """Data-plane requests waiting for a release() now (with `hold`)."""
         with self._lock:
             return self._held
+
+    @property
+    def sent_bytes(self):
+        """Bytes of streamed events written to the gateway so far (a write blocks while the
+        gateway does not read)."""
+        with self._lock:
+            return self._sent
 
     # -- behaviour --
 
