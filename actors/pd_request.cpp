@@ -8,6 +8,7 @@
 #include "actors/errors.hpp"
 #include "actors/pd_leg.hpp"
 #include "actors/pd_reply_gate.hpp"
+#include "actors/request_hints.hpp"
 #include "actors/request_state.hpp"
 #include "actors/response_affinity.hpp"
 #include "protocol/bootstrap.hpp"
@@ -42,6 +43,7 @@ struct pd_join {
   bool has_body = false;
   std::optional<std::size_t> batch; ///< Sequences that each get a room, if a batch.
   bool logprobs = false;            ///< Merge the prefill's input logprobs into the response.
+  prompt_ref prompt;                ///< For the policies: views into the raw body it keeps.
 
   // -- pair selection --
   unsigned pending = 0; ///< Policy answers still awaited.
@@ -284,9 +286,8 @@ void select_pair(request_self self) {
   selection sel;
   sel.model = st.facts.model.value_or("");
   sel.exclude = st.tried;
-  if (auto key = st.in->req.find("x-routing-key"); key != st.in->req.end()) {
-    sel.routing_key = std::string(key->value());
-  }
+  sel.routing_key = routing_key(st.in->req);
+  sel.prompt = pd.prompt;
   // Both policies are asked at once; the pair is dispatched when both answered.
   for (auto role : {worker_type::prefill, worker_type::decode}) {
     sel.role = role;
@@ -339,8 +340,11 @@ void start_pd(request_self self) {
       return fail_request(
           self, {protocol::error_code::bad_request, "the request body must be a JSON object", {}});
     }
-    // The parsed body is what the legs get: the raw one is not needed any more.
+    // The parsed body is what the legs get; the raw one stays only as the prompt the policies
+    // match (moved, not copied).
+    auto raw = std::make_shared<const std::string>(std::move(st.in->req.body()));
     std::string{}.swap(st.in->req.body());
+    pd.prompt = request_prompt(raw, *raw, st.in->op, st.facts);
     pd.batch = protocol::bootstrap_batch_size(st.in->op, pd.body);
     if (pd.batch && *pd.batch > protocol::max_bootstrap_batch) {
       return fail_request(self, {protocol::error_code::bad_request,

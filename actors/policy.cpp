@@ -131,15 +131,20 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
 }
 
 policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
-                                   protocol::worker_type role) {
+                                   protocol::worker_type role, policy_config cfg) {
   auto& st = self->state;
   st.role = role;
-  st.strat = make_strategy(strategy_name);
+  st.strat = make_strategy(strategy_name, cfg);
   return {
       [self](select_atom, const selection& sel) { return select(self, sel); },
-      [self](publish_atom, fleet_ptr& fleet) { self->state.fleet = std::move(fleet); },
+      [self](publish_atom, fleet_ptr& fleet) {
+        auto& st = self->state;
+        st.fleet = std::move(fleet);
+        st.strat->on_fleet(*st.fleet, st.role);
+      },
       [self](inspect_atom) {
         auto& st = self->state;
+        auto state = st.strat->describe();
         nlohmann::json j{{"kind", "policy"},
                          {"name", "policy:" + std::string(protocol::to_string(st.role))},
                          {"id", self->id()},
@@ -147,8 +152,21 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
                          {"role", protocol::to_string(st.role)},
                          {"picks", st.picks},
                          {"fleet_version", st.fleet->version},
-                         {"state", st.strat->describe()},
                          {"mailbox_size", self->mailbox().size()}};
+        // The listing (/admin/actors) shows scalar fields only: the strategy's state is
+        // repeated flat, one level deep (`tree_bytes.w-3f9c2a1b`, `ring_points`).
+        for (auto& [key, value] : state.items()) {
+          if (value.is_object()) {
+            for (auto& [sub, v] : value.items()) {
+              if (!v.is_structured()) {
+                j[key + "." + sub] = v;
+              }
+            }
+          } else if (!value.is_structured()) {
+            j[key] = value;
+          }
+        }
+        j["state"] = std::move(state);
         return j.dump();
       },
   };
@@ -157,15 +175,21 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
 } // namespace
 
 policy_actor make_policy(caf::actor_system& sys, const std::string& strategy_name,
-                         protocol::worker_type role) {
-  if (!make_strategy(strategy_name)) {
+                         protocol::worker_type role, const policy_config& cfg) {
+  if (!make_strategy(strategy_name, cfg)) {
     throw std::invalid_argument("unknown policy '" + strategy_name + "'");
   }
-  return sys.spawn(policy, strategy_name, role);
+  return sys.spawn(policy, strategy_name, role, cfg);
 }
 
 std::vector<std::string> strategy_names() {
-  return {"round_robin", "random", "power_of_two"};
+  return {"round_robin", "random", "power_of_two", "cache_aware", "consistent_hash"};
+}
+
+std::vector<std::string> accepted_strategy_names() {
+  auto names = strategy_names();
+  names.emplace_back("consistent_hashing");
+  return names;
 }
 
 } // namespace troupe::actors

@@ -1,6 +1,7 @@
 #include "actors/request.hpp"
 
 #include "actors/errors.hpp"
+#include "actors/request_hints.hpp"
 #include "actors/request_state.hpp"
 #include "actors/upstream_headers.hpp"
 #include "protocol/validation.hpp"
@@ -130,9 +131,8 @@ void select_worker(request_self self) {
   sel.model = st.facts.model.value_or("");
   sel.role = st.role;
   sel.exclude = st.tried;
-  if (auto key = st.in->req.find("x-routing-key"); key != st.in->req.end()) {
-    sel.routing_key = std::string(key->value());
-  }
+  sel.routing_key = routing_key(st.in->req);
+  sel.prompt = request_prompt(st.in, st.in->req.body(), st.in->op, st.facts);
   sel.provider = protocol::api_provider(st.in->op);
   sel.prefer = std::move(prefer);
   self->request(st.svc->regular_policy, caf::infinite, select_atom_v, std::move(sel))

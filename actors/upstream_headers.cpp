@@ -8,9 +8,9 @@ namespace troupe::actors {
 namespace {
 
 // Client headers a self-hosted worker or an OpenAI provider may see.
-constexpr std::array<std::string_view, 7> forwarded{"authorization", "traceparent",  "tracestate",
-                                                    "x-routing-key", "x-session-id", "x-user-id",
-                                                    "content-type"};
+constexpr std::array<std::string_view, 8> forwarded{
+    "authorization", "traceparent",  "tracestate", "x-smg-routing-key",
+    "x-routing-key", "x-session-id", "x-user-id",  "content-type"};
 
 /// The API version Anthropic requires on every request; sent when the client gave none.
 constexpr std::string_view default_anthropic_version = "2023-06-01";

@@ -1,11 +1,12 @@
 #pragma once
 
+#include "actors/fleet.hpp"
+#include "actors/policies/policy_config.hpp"
+
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
-
-#include "actors/fleet.hpp"
 
 namespace troupe::actors {
 
@@ -23,6 +24,10 @@ public:
   virtual std::size_t pick(const std::vector<const worker_entry*>& candidates,
                            const selection& sel) = 0;
 
+  /// A new fleet snapshot; the policy serves workers of `role`. Strategies with per-worker
+  /// state drop that of the workers that left.
+  virtual void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {}
+
   /// The strategy's own state for the admin endpoint (cursor, ...).
   virtual nlohmann::json describe() const = 0;
 };
@@ -36,7 +41,15 @@ std::unique_ptr<strategy> make_random();
 /// The less loaded of two random workers (load = requests in flight).
 std::unique_ptr<strategy> make_power_of_two();
 
-/// The strategy named `name`, or nullptr.
-std::unique_ptr<strategy> make_strategy(std::string_view name);
+/// Prefix-cache affinity: the worker that already holds most of the prompt, while the load is
+/// balanced (docs/policies.md).
+std::unique_ptr<strategy> make_cache_aware(const policy_config& cfg);
+
+/// A hash ring over the workers keyed by the request's routing key; power of two without a key
+/// (docs/policies.md).
+std::unique_ptr<strategy> make_consistent_hash();
+
+/// The strategy named `name` (smg's `consistent_hashing` is `consistent_hash`), or nullptr.
+std::unique_ptr<strategy> make_strategy(std::string_view name, const policy_config& cfg = {});
 
 } // namespace troupe::actors

@@ -1,0 +1,226 @@
+#include "actors/policies/radix_tree.hpp"
+#include "actors/policies/strategy.hpp"
+#include "actors/policy.hpp"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace troupe::actors {
+
+namespace {
+
+/// smg's cache-aware policy over one shared radix tree of the prompts each worker was sent
+/// (docs/policies.md). While the load is balanced, a request follows the worker holding the
+/// longest prefix of its prompt when that covers at least `cache_threshold` of it, else goes
+/// to the worker holding the least text (the most cache room); when the load is imbalanced it
+/// goes to the least loaded worker. Either way its prompt is remembered for the chosen worker.
+class cache_aware final : public strategy {
+public:
+  explicit cache_aware(const policy_config& cfg) : cfg_(cfg) {}
+
+  std::string_view name() const noexcept override { return "cache_aware"; }
+
+  std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
+    auto text = prompt_text(sel.prompt);
+    assign_tenants(cands);
+    std::size_t k;
+    if (imbalanced(cands)) {
+      k = least_loaded(cands);
+      ++imbalanced_;
+    } else if (text.empty()) {
+      // Nothing to be cached (a bodiless route): the tree cannot help, and "most cache room"
+      // would send every such request to the same worker.
+      k = least_loaded(cands);
+      ++no_prompt_;
+    } else {
+      for (auto t : tenants_) {
+        eligible_[t] = 1;
+      }
+      auto matched = tree_.match(text, eligible_, holders_);
+      for (auto t : tenants_) {
+        eligible_[t] = 0;
+      }
+      auto ratio = static_cast<double>(matched) / static_cast<double>(text.size());
+      if (matched > 0 && ratio >= cfg_.cache_threshold) {
+        k = best_holder(cands);
+        ++cache_hits_;
+      } else {
+        k = most_room(cands);
+        ++cache_misses_;
+      }
+    }
+    if (!text.empty()) {
+      tree_.insert(text, tenants_[k], cfg_.max_tree_size);
+    }
+    return k;
+  }
+
+  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
+    std::unordered_set<std::string_view> present;
+    for (auto& w : fleet.workers) {
+      if (w->spec.type == role) {
+        present.insert(w->id);
+      }
+    }
+    for (auto it = tenant_of_.begin(); it != tenant_of_.end();) {
+      if (present.count(it->first)) {
+        ++it;
+        continue;
+      }
+      // A worker that left takes its cache with it.
+      tree_.remove(it->second);
+      free_.push_back(it->second);
+      it = tenant_of_.erase(it);
+    }
+    // Candidates are entries of this snapshot: picks find their tenants by address.
+    by_entry_.clear();
+    for (auto& w : fleet.workers) {
+      if (w->spec.type == role) {
+        by_entry_.emplace(w.get(), tenant_for(w->id));
+      }
+    }
+  }
+
+  nlohmann::json describe() const override {
+    auto trees = nlohmann::json::object();
+    for (auto& [id, t] : tenant_of_) {
+      trees[id] = tree_.size(t);
+    }
+    return {{"cache_threshold", cfg_.cache_threshold},
+            {"balance_abs_threshold", cfg_.balance_abs_threshold},
+            {"balance_rel_threshold", cfg_.balance_rel_threshold},
+            {"max_tree_size", cfg_.max_tree_size},
+            {"eviction_interval_secs", cfg_.eviction_interval.count()},
+            {"tree_bytes", std::move(trees)},
+            {"tree_nodes", tree_.node_count()},
+            {"picks",
+             {{"cache_hit", cache_hits_},
+              {"most_room", cache_misses_},
+              {"imbalanced", imbalanced_},
+              {"no_prompt", no_prompt_}}}};
+  }
+
+private:
+  /// The prompt as one run of bytes: in place when it is one field, else joined in a buffer.
+  std::string_view prompt_text(const prompt_ref& p) {
+    if (p.parts[1].empty()) {
+      return p.parts[0];
+    }
+    if (p.parts[0].empty()) {
+      return p.parts[1];
+    }
+    joined_.assign(p.parts[0]);
+    joined_.append(p.parts[1]);
+    return joined_;
+  }
+
+  /// Fills `tenants_` with each candidate's tree tenant.
+  void assign_tenants(const std::vector<const worker_entry*>& cands) {
+    tenants_.clear();
+    for (auto* w : cands) {
+      auto it = by_entry_.find(w);
+      tenants_.push_back(it != by_entry_.end() ? it->second : tenant_for(w->id));
+    }
+  }
+
+  /// The tenant of worker `id`, given one when it has none yet.
+  radix_tree::tenant tenant_for(const std::string& id) {
+    auto it = tenant_of_.find(id);
+    if (it != tenant_of_.end()) {
+      return it->second;
+    }
+    radix_tree::tenant t;
+    if (!free_.empty()) {
+      t = free_.back();
+      free_.pop_back();
+    } else {
+      t = static_cast<radix_tree::tenant>(eligible_.size());
+      eligible_.push_back(0);
+    }
+    tenant_of_.emplace(id, t);
+    return t;
+  }
+
+  /// smg's test: the busiest candidate has more than `balance_abs_threshold` requests in flight
+  /// above the idlest and more than `balance_rel_threshold` times its load.
+  bool imbalanced(const std::vector<const worker_entry*>& cands) const {
+    int lo = cands.front()->live->load();
+    int hi = lo;
+    for (auto* w : cands) {
+      auto l = w->live->load();
+      lo = std::min(lo, l);
+      hi = std::max(hi, l);
+    }
+    return static_cast<std::size_t>(hi - lo) > cfg_.balance_abs_threshold &&
+           static_cast<double>(hi) > cfg_.balance_rel_threshold * static_cast<double>(lo);
+  }
+
+  /// The first candidate minimizing (`primary`, `secondary`) among those `allowed` accepts.
+  template <class Allowed, class Primary, class Secondary>
+  std::size_t best(const std::vector<const worker_entry*>& cands, Allowed allowed, Primary primary,
+                   Secondary secondary) const {
+    std::size_t k = cands.size();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!allowed(i)) {
+        continue;
+      }
+      if (k == cands.size() ||
+          std::pair{primary(i), secondary(i)} < std::pair{primary(k), secondary(k)}) {
+        k = i;
+      }
+    }
+    return k;
+  }
+
+  std::size_t load(const std::vector<const worker_entry*>& cands, std::size_t i) const {
+    return static_cast<std::size_t>(std::max(0, cands[i]->live->load()));
+  }
+
+  std::size_t least_loaded(const std::vector<const worker_entry*>& cands) const {
+    return best(
+        cands, [](std::size_t) { return true; }, [&](std::size_t i) { return load(cands, i); },
+        [&](std::size_t i) { return tree_.size(tenants_[i]); });
+  }
+
+  /// Of the candidates holding the longest match, the least loaded (smg takes any of them).
+  std::size_t best_holder(const std::vector<const worker_entry*>& cands) const {
+    auto holds = [&](std::size_t i) {
+      return std::find(holders_.begin(), holders_.end(), tenants_[i]) != holders_.end();
+    };
+    return best(
+        cands, holds, [&](std::size_t i) { return load(cands, i); },
+        [&](std::size_t i) { return tree_.size(tenants_[i]); });
+  }
+
+  std::size_t most_room(const std::vector<const worker_entry*>& cands) const {
+    return best(
+        cands, [](std::size_t) { return true; },
+        [&](std::size_t i) { return tree_.size(tenants_[i]); },
+        [&](std::size_t i) { return load(cands, i); });
+  }
+
+  policy_config cfg_;
+  radix_tree tree_;
+  std::unordered_map<std::string, radix_tree::tenant> tenant_of_; ///< By worker id.
+  /// By entry of the current fleet snapshot (no string hashing per pick).
+  std::unordered_map<const worker_entry*, radix_tree::tenant> by_entry_;
+  std::vector<radix_tree::tenant> free_;    ///< Tenants of workers that left, for reuse.
+  std::vector<char> eligible_;              ///< By tenant; all 0 between picks.
+  std::vector<radix_tree::tenant> tenants_; ///< Scratch: the tenant of each candidate.
+  std::vector<radix_tree::tenant> holders_; ///< Scratch: tenants holding the longest match.
+  std::string joined_;                      ///< Scratch: a two-part prompt, joined.
+  std::uint64_t cache_hits_ = 0;
+  std::uint64_t cache_misses_ = 0;
+  std::uint64_t imbalanced_ = 0;
+  std::uint64_t no_prompt_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<strategy> make_cache_aware(const policy_config& cfg) {
+  return std::make_unique<cache_aware>(cfg);
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,26 @@
+#pragma once
+
+// What a request tells the policies beyond its model: its session-affinity key and its prompt
+// (for request.cpp and pd_request.cpp).
+
+#include "actors/policy.hpp"
+#include "protocol/request_scan.hpp"
+#include "protocol/routes.hpp"
+#include "transport/http_types.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace troupe::actors {
+
+/// The request's routing key: the first non-empty of `x-smg-routing-key` (smg's header),
+/// `x-routing-key`, `x-session-id`, `x-user-id`; empty when none is given.
+std::string routing_key(const transport::request& req);
+
+/// The prompt of a body of operation `op`, scanned into `facts`, as views into `body`, which
+/// `owner` keeps alive.
+prompt_ref request_prompt(std::shared_ptr<const void> owner, std::string_view body,
+                          protocol::operation op, const protocol::request_facts& facts);
+
+} // namespace troupe::actors

@@ -1,0 +1,76 @@
+#pragma once
+
+// Healthy regular workers in a fleet snapshot, for strategy tests without actors.
+
+#include "actors/fleet.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe::test {
+
+class fake_fleet {
+public:
+  /// Workers `w0`..`w{n-1}` at `http://w{i}:8000`.
+  explicit fake_fleet(int n) {
+    for (int i = 0; i < n; ++i) {
+      add("w" + std::to_string(i));
+    }
+  }
+
+  /// Adds worker `id` at `http://{id}:8000`; returns it for tweaking its load.
+  actors::worker_entry& add(const std::string& id) {
+    auto w = std::make_shared<actors::worker_entry>();
+    w->id = id;
+    w->spec.url = "http://" + id + ":8000";
+    w->live = std::make_shared<actors::worker_live>();
+    w->live->health = actors::health_state::healthy;
+    entries.push_back(w);
+    return *w;
+  }
+
+  /// Removes worker `id`.
+  void remove(const std::string& id) {
+    std::erase_if(entries, [&](auto& w) { return w->id == id; });
+  }
+
+  /// The worker with `id`.
+  actors::worker_entry& at(const std::string& id) {
+    for (auto& w : entries) {
+      if (w->id == id) {
+        return *w;
+      }
+    }
+    throw std::out_of_range(id);
+  }
+
+  /// All workers as pick candidates.
+  std::vector<const actors::worker_entry*> all() const {
+    std::vector<const actors::worker_entry*> out;
+    for (auto& w : entries) {
+      out.push_back(w.get());
+    }
+    return out;
+  }
+
+  /// The workers `ids` as pick candidates.
+  std::vector<const actors::worker_entry*> only(const std::vector<std::string>& ids) {
+    std::vector<const actors::worker_entry*> out;
+    for (auto& id : ids) {
+      out.push_back(&at(id));
+    }
+    return out;
+  }
+
+  /// The fleet as the registry publishes it.
+  actors::fleet_snapshot snapshot() const {
+    actors::fleet_snapshot s;
+    s.workers.assign(entries.begin(), entries.end());
+    return s;
+  }
+
+  std::vector<std::shared_ptr<actors::worker_entry>> entries;
+};
+
+} // namespace troupe::test
