@@ -89,9 +89,12 @@ void gateway::start() {
     throw std::runtime_error(tls_why);
   }
   auto policy_or = [&](const std::string& p) { return p.empty() ? cfg.policy : p; };
-  auto regular = make_policy(d.sys, cfg.policy, protocol::worker_type::regular);
-  auto prefill = make_policy(d.sys, policy_or(cfg.prefill_policy), protocol::worker_type::prefill);
-  auto decode = make_policy(d.sys, policy_or(cfg.decode_policy), protocol::worker_type::decode);
+  auto& tuning = cfg.policy_tuning;
+  auto regular = make_policy(d.sys, cfg.policy, protocol::worker_type::regular, tuning);
+  auto prefill =
+      make_policy(d.sys, policy_or(cfg.prefill_policy), protocol::worker_type::prefill, tuning);
+  auto decode =
+      make_policy(d.sys, policy_or(cfg.decode_policy), protocol::worker_type::decode, tuning);
   auto view = std::make_shared<fleet_view>();
   auto stats = std::make_shared<metrics>(view);
   stats->set_cluster_members(1, 0, 0); // this node, until the cluster lands

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/policies/policy_config.hpp"
 #include "actors/worker_proxy.hpp"
 
 namespace troupe::actors {
@@ -43,6 +44,7 @@ struct gateway_config {
   std::string prefill_policy; ///< Empty: same as `policy`.
   std::string decode_policy;  ///< Empty: same as `policy`.
   unsigned max_retries = 5;   ///< Other workers tried after a failure before the first byte.
+  policy_config policy_tuning; ///< cache_aware settings (docs/policies.md).
 
   // -- limits --
   std::size_t max_payload_size = 512u * 1024 * 1024;  ///< Request bodies.

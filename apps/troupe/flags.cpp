@@ -94,7 +94,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->check(CLI::ExistingFile);
 
   // -- routing --
-  auto policies = actors::strategy_names();
+  auto policies = actors::accepted_strategy_names();
   app.add_option("--policy", cfg.policy, "Worker selection policy")->check(CLI::IsMember(policies));
   app.add_option("--prefill-policy", cfg.prefill_policy,
                  "Policy for prefill workers (default: --policy)")
@@ -104,6 +104,23 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->check(CLI::IsMember(policies));
   app.add_option("--retry-max-retries", cfg.max_retries,
                  "Other workers tried when one fails before the first response byte");
+  auto& tuning = cfg.policy_tuning;
+  app.add_option("--cache-threshold", tuning.cache_threshold,
+                 "cache_aware: share of the prompt a worker must hold for the request to follow it")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--balance-abs-threshold", tuning.balance_abs_threshold,
+                 "cache_aware: load is imbalanced when the busiest worker has more than this many "
+                 "requests in flight above the idlest...");
+  app.add_option("--balance-rel-threshold", tuning.balance_rel_threshold,
+                 "...and more than this many times the idlest's load")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-tree-size", tuning.max_tree_size,
+                 "cache_aware: bytes of prompt text remembered per worker (LRU beyond)")
+      ->check(CLI::PositiveNumber);
+  long long eviction_secs = tuning.eviction_interval.count();
+  app.add_option("--eviction-interval-secs,--eviction-interval", eviction_secs,
+                 "cache_aware: smg's eviction sweep; accepted, unused (Troupe trims on insert)")
+      ->check(CLI::NonNegativeNumber);
 
   // -- limits --
   app.add_option("--max-payload-size", cfg.max_payload_size, "Largest request body, in bytes")
@@ -255,6 +272,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     return std::nullopt;
   }
   cfg.queue_timeout = secs(queue_timeout);
+  tuning.eviction_interval = std::chrono::seconds(eviction_secs);
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);
   w.health_interval = secs(health_interval);
