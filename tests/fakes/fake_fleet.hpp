@@ -5,6 +5,7 @@
 #include "actors/fleet.hpp"
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
