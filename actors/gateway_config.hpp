@@ -1,13 +1,13 @@
 #pragma once
 
+#include "actors/policies/policy_config.hpp"
+#include "actors/worker_proxy.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "actors/policies/policy_config.hpp"
-#include "actors/worker_proxy.hpp"
 
 namespace troupe::actors {
 
@@ -41,9 +41,9 @@ struct gateway_config {
 
   // -- routing --
   std::string policy = "round_robin";
-  std::string prefill_policy; ///< Empty: same as `policy`.
-  std::string decode_policy;  ///< Empty: same as `policy`.
-  unsigned max_retries = 5;   ///< Other workers tried after a failure before the first byte.
+  std::string prefill_policy;  ///< Empty: same as `policy`.
+  std::string decode_policy;   ///< Empty: same as `policy`.
+  unsigned max_retries = 5;    ///< Other workers tried after a failure before the first byte.
   policy_config policy_tuning; ///< cache_aware settings (docs/policies.md).
 
   // -- limits --
@@ -61,7 +61,7 @@ struct gateway_config {
   std::chrono::milliseconds queue_timeout{60000}; ///< Longest wait for a slot, then 408.
 
   // -- security --
-  std::string api_key; ///< Data plane and worker management need it as a Bearer token.
+  std::string api_key;       ///< Data plane and worker management need it as a Bearer token.
   std::string admin_api_key; ///< `/admin/*` needs it; empty: `api_key` guards them too.
 
   // -- observability --
@@ -74,11 +74,11 @@ struct gateway_config {
   worker_proxy_config worker;
 
   // -- cluster (docs/cluster.md) --
-  std::string node_name;             ///< This node's name in the cluster; flags default it to host:port.
-  std::uint16_t cluster_port = 0;    ///< Port of the cluster node actor; 0: the node runs alone.
+  std::string node_name; ///< This node's name in the cluster; flags default it to host:port.
+  std::uint16_t cluster_port = 0; ///< Port of the cluster node actor; 0: the node runs alone.
   std::vector<std::string> cluster_peers; ///< Seed members, host:port of their cluster ports.
-  std::string cluster_advertise;     ///< host:port peers reach this node at; empty: derived.
-  std::string state_file;            ///< Where the registry is persisted; empty: nowhere.
+  std::string cluster_advertise;          ///< host:port peers reach this node at; empty: derived.
+  std::string state_file;                 ///< Where the registry is persisted; empty: nowhere.
   std::chrono::milliseconds cluster_heartbeat{1000}; ///< Heartbeats between linked nodes.
   std::chrono::milliseconds cluster_timeout{5000};   ///< Silence after which a link is dropped.
   std::chrono::milliseconds cluster_gossip{100};     ///< Load reports, at most this often.

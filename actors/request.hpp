@@ -1,16 +1,16 @@
 #pragma once
 
-#include <caf/typed_actor.hpp>
-#include <chrono>
-#include <memory>
-#include <string>
-#include <vector>
-
 #include "actors/admission.hpp"
 #include "actors/services.hpp"
 #include "protocol/routes.hpp"
 #include "transport/http_types.hpp"
 #include "transport/reply_channel.hpp"
+
+#include <caf/typed_actor.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace troupe::actors {
 

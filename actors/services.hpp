@@ -1,9 +1,5 @@
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-#include <caf/actor_system.hpp>
-#include <memory>
-
 #include "actors/admission.hpp"
 #include "actors/cluster_view.hpp"
 #include "actors/fleet.hpp"
@@ -15,6 +11,10 @@
 #include "actors/request_tracker.hpp"
 #include "actors/response_affinity.hpp"
 #include "protocol/bootstrap.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <caf/actor_system.hpp>
+#include <memory>
 
 namespace troupe::actors {
 

@@ -83,32 +83,32 @@ private:
       return syntax();
     }
     switch (*p_) {
-      case '{':
-        return container_value(depth, top_key, json_kind::object);
-      case '[':
-        return container_value(depth, top_key, json_kind::array);
-      case '"': {
-        auto start = p_;
-        bool escaped = false;
-        if (!string(escaped)) {
-          return false;
-        }
-        return scalar(top_key, json_kind::string, start, escaped);
+    case '{':
+      return container_value(depth, top_key, json_kind::object);
+    case '[':
+      return container_value(depth, top_key, json_kind::array);
+    case '"': {
+      auto start = p_;
+      bool escaped = false;
+      if (!string(escaped)) {
+        return false;
       }
-      case 't':
-        return literal("true") && boolean(top_key, true);
-      case 'f':
-        return literal("false") && boolean(top_key, false);
-      case 'n':
-        return literal("null") && scalar(top_key, json_kind::null, nullptr, false);
-      default: {
-        auto start = p_;
-        bool integral = true;
-        if (!number(integral)) {
-          return false;
-        }
-        return number_value(top_key, start, integral);
+      return scalar(top_key, json_kind::string, start, escaped);
+    }
+    case 't':
+      return literal("true") && boolean(top_key, true);
+    case 'f':
+      return literal("false") && boolean(top_key, false);
+    case 'n':
+      return literal("null") && scalar(top_key, json_kind::null, nullptr, false);
+    default: {
+      auto start = p_;
+      bool integral = true;
+      if (!number(integral)) {
+        return false;
       }
+      return number_value(top_key, start, integral);
+    }
     }
   }
 
@@ -126,8 +126,8 @@ private:
       watched = note(*top_key, kind);
     }
     if (depth + 1 > max_depth) {
-      return fail(error_code::bad_request, "the request body nests deeper than " +
-                                               std::to_string(max_depth) + " levels",
+      return fail(error_code::bad_request,
+                  "the request body nests deeper than " + std::to_string(max_depth) + " levels",
                   "");
     }
     auto before = p_;
@@ -275,39 +275,39 @@ private:
       return syntax();
     }
     switch (*p_) {
-      case '"':
-      case '\\':
-      case '/':
-      case 'b':
-      case 'f':
-      case 'n':
-      case 'r':
-      case 't':
-        ++p_;
-        return true;
-      case 'u': {
-        ++p_;
-        unsigned cp = 0;
-        if (!hex4(cp)) {
-          return false;
-        }
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          // A high surrogate must be followed by an escaped low surrogate.
-          if (end_ - p_ < 6 || p_[0] != '\\' || p_[1] != 'u') {
-            return syntax();
-          }
-          p_ += 2;
-          unsigned low = 0;
-          if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) {
-            return syntax();
-          }
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
+      ++p_;
+      return true;
+    case 'u': {
+      ++p_;
+      unsigned cp = 0;
+      if (!hex4(cp)) {
+        return false;
+      }
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        // A high surrogate must be followed by an escaped low surrogate.
+        if (end_ - p_ < 6 || p_[0] != '\\' || p_[1] != 'u') {
           return syntax();
         }
-        return true;
-      }
-      default:
+        p_ += 2;
+        unsigned low = 0;
+        if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) {
+          return syntax();
+        }
+      } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
         return syntax();
+      }
+      return true;
+    }
+    default:
+      return syntax();
     }
   }
 
@@ -480,14 +480,14 @@ private:
   bool check_type(std::string_view key, json_kind kind) {
     auto what = [&]() -> std::string {
       switch (kind) {
-        case json_kind::null:
-          return "null";
-        case json_kind::boolean:
-          return "boolean";
-        case json_kind::string:
-          return "string";
-        default:
-          return "number";
+      case json_kind::null:
+        return "null";
+      case json_kind::boolean:
+        return "boolean";
+      case json_kind::string:
+        return "string";
+      default:
+        return "number";
       }
     };
     if (key == "stream") {
@@ -564,34 +564,34 @@ private:
       }
       char e = *q++;
       switch (e) {
-        case 'b':
-          buf.push_back('\b');
-          break;
-        case 'f':
-          buf.push_back('\f');
-          break;
-        case 'n':
-          buf.push_back('\n');
-          break;
-        case 'r':
-          buf.push_back('\r');
-          break;
-        case 't':
-          buf.push_back('\t');
-          break;
-        case 'u': {
-          unsigned cp = read_hex(q);
-          q += 4;
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            unsigned low = read_hex(q + 2);
-            q += 6;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          }
-          append_utf8(buf, cp);
-          break;
+      case 'b':
+        buf.push_back('\b');
+        break;
+      case 'f':
+        buf.push_back('\f');
+        break;
+      case 'n':
+        buf.push_back('\n');
+        break;
+      case 'r':
+        buf.push_back('\r');
+        break;
+      case 't':
+        buf.push_back('\t');
+        break;
+      case 'u': {
+        unsigned cp = read_hex(q);
+        q += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          unsigned low = read_hex(q + 2);
+          q += 6;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
         }
-        default:
-          buf.push_back(e); // '"', '\\', '/'
+        append_utf8(buf, cp);
+        break;
+      }
+      default:
+        buf.push_back(e); // '"', '\\', '/'
       }
     }
   }

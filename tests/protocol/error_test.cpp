@@ -28,20 +28,20 @@ TEST_CASE("client errors map to 4xx, server errors to 5xx") {
 }
 
 TEST_CASE("OpenAI error bodies carry message, type, param and code") {
-  auto body = nlohmann::json::parse(
-      render_error_body({error_code::model_not_found, "no such model", "model"}, api_format::openai));
+  auto body = nlohmann::json::parse(render_error_body(
+      {error_code::model_not_found, "no such model", "model"}, api_format::openai));
   CHECK(body["error"]["message"] == "no such model");
   CHECK(body["error"]["type"] == "invalid_request_error");
   CHECK(body["error"]["param"] == "model");
   CHECK(body["error"]["code"] == "model_not_found");
-  auto no_param =
-      nlohmann::json::parse(render_error_body({error_code::bad_gateway, "x", ""}, api_format::openai));
+  auto no_param = nlohmann::json::parse(
+      render_error_body({error_code::bad_gateway, "x", ""}, api_format::openai));
   CHECK(no_param["error"]["param"].is_null());
 }
 
 TEST_CASE("Anthropic error bodies have type error and a typed inner error") {
-  auto body = nlohmann::json::parse(
-      render_error_body({error_code::bad_request, "max_tokens: required", ""}, api_format::anthropic));
+  auto body = nlohmann::json::parse(render_error_body(
+      {error_code::bad_request, "max_tokens: required", ""}, api_format::anthropic));
   CHECK(body["type"] == "error");
   CHECK(body["error"]["type"] == "invalid_request_error");
   CHECK(body["error"]["message"] == "max_tokens: required");

@@ -5,7 +5,8 @@
 using namespace troupe::protocol;
 
 TEST_CASE("scan reads top-level model and stream only") {
-  auto r = scan_request(R"({"model":"m","stream":true,"messages":[{"model":"inner","stream":false}]})");
+  auto r =
+      scan_request(R"({"model":"m","stream":true,"messages":[{"model":"inner","stream":false}]})");
   REQUIRE_FALSE(r.error);
   CHECK(r.facts.model == "m");
   CHECK(r.facts.stream);
@@ -67,14 +68,14 @@ TEST_CASE("the scanner accepts exactly the JSON objects nlohmann accepts (mutati
         auto pos = rng() % s.size();
         char c = alphabet[rng() % alphabet.size()];
         switch (rng() % 3) {
-          case 0:
-            s[pos] = c;
-            break;
-          case 1:
-            s.insert(s.begin() + static_cast<long>(pos), c);
-            break;
-          default:
-            s.erase(pos, 1);
+        case 0:
+          s[pos] = c;
+          break;
+        case 1:
+          s.insert(s.begin() + static_cast<long>(pos), c);
+          break;
+        default:
+          s.erase(pos, 1);
         }
       }
       bool ours = !scan_request(s).error.has_value();
