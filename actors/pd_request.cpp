@@ -340,11 +340,15 @@ void start_pd(request_self self) {
       return fail_request(
           self, {protocol::error_code::bad_request, "the request body must be a JSON object", {}});
     }
-    // The parsed body is what the legs get; the raw one stays only as the prompt the policies
-    // match (moved, not copied).
-    auto raw = std::make_shared<const std::string>(std::move(st.in->req.body()));
+    // The parsed body is what the legs get; the raw one stays (moved, not copied) only as the
+    // prompt a policy of the pair matches.
+    const auto& cfg = st.svc->cfg;
+    auto half = [&cfg](const std::string& p) { return p.empty() ? cfg.policy : p; };
+    if (matches_prompts(half(cfg.prefill_policy)) || matches_prompts(half(cfg.decode_policy))) {
+      auto raw = std::make_shared<const std::string>(std::move(st.in->req.body()));
+      pd.prompt = request_prompt(raw, *raw, st.in->op, st.facts);
+    }
     std::string{}.swap(st.in->req.body());
-    pd.prompt = request_prompt(raw, *raw, st.in->op, st.facts);
     pd.batch = protocol::bootstrap_batch_size(st.in->op, pd.body);
     if (pd.batch && *pd.batch > protocol::max_bootstrap_batch) {
       return fail_request(self, {protocol::error_code::bad_request,

@@ -89,12 +89,8 @@ void on_outcome(request_self self, exchange_result& r) {
 void dispatch(request_self self, worker_entry_ptr worker) {
   auto& st = self->state;
   st.worker = std::move(worker);
-  if (!st.worker_ids.empty()) {
-    st.worker_ids += ",";
-  }
-  st.worker_ids += st.worker->id;
   st.svc->tracker->update(st.in->request_id, request_phase::dispatched);
-  st.svc->tracker->add_worker(st.in->request_id, st.worker->id);
+  note_worker(self, st.worker->id);
   // Keep the body for a retry only while another attempt is possible.
   bool may_retry = st.tried.size() < st.svc->cfg.max_retries;
   auto body = may_retry ? st.in->req.body() : std::move(st.in->req.body());
@@ -230,6 +226,15 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
 }
 
 } // namespace
+
+void note_worker(request_self self, const std::string& worker_id) {
+  auto& st = self->state;
+  if (!st.worker_ids.empty()) {
+    st.worker_ids += ",";
+  }
+  st.worker_ids += worker_id;
+  st.svc->tracker->add_worker(st.in->request_id, worker_id);
+}
 
 void fail_request(request_self self, const protocol::api_error& err) {
   auto& st = self->state;

@@ -23,6 +23,10 @@ std::string routing_key(const transport::request& req) {
   return {};
 }
 
+bool matches_prompts(const std::string& policy_name) {
+  return policy_name == "cache_aware";
+}
+
 prompt_ref request_prompt(std::shared_ptr<const void> owner, std::string_view body,
                           protocol::operation op, const protocol::request_facts& facts) {
   auto spans = protocol::find_prompt(op, facts, body);

@@ -18,6 +18,10 @@ namespace troupe::actors {
 /// `x-routing-key`, `x-session-id`, `x-user-id`; empty when none is given.
 std::string routing_key(const transport::request& req);
 
+/// True when the policy named `name` matches prompts (`cache_aware`): only then is a
+/// request's prompt worth keeping for it.
+bool matches_prompts(const std::string& policy_name);
+
 /// The prompt of a body of operation `op`, scanned into `facts`, as views into `body`, which
 /// `owner` keeps alive.
 prompt_ref request_prompt(std::shared_ptr<const void> owner, std::string_view body,

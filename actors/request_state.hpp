@@ -65,6 +65,9 @@ transport::upstream_call make_upstream_call(request_self self, const worker_entr
 protocol::api_error exchange_error(const transport::exchange_result& r,
                                    std::chrono::seconds timeout);
 
+/// Records that the request went to `worker_id` (for the log line and /admin/requests).
+void note_worker(request_self self, const std::string& worker_id);
+
 /// Picks a worker for a single dispatch (again after a failed attempt) and dispatches.
 void select_worker(request_self self);
 

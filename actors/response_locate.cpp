@@ -80,11 +80,7 @@ void probe(request_self self, std::string id, std::vector<std::string> probed,
   dispatch_order order{next_order_id(), std::move(call), sink};
   st.worker = worker;
   st.order_id = order.id;
-  if (!st.worker_ids.empty()) {
-    st.worker_ids += ",";
-  }
-  st.worker_ids += worker->id;
-  st.svc->tracker->add_worker(st.in->request_id, worker->id);
+  note_worker(self, worker->id);
   self->request(worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
       .then(
           [self, id, probed, worker, sink](transport::exchange_result& r) mutable {
