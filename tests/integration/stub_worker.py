@@ -5,7 +5,7 @@ discovery, the data-plane paths), records every request it receives, and misbeha
 an error status, a stall before the response head, a dropped connection, a slow stream, a
 hold until the test lets the request go (`release`), a long stream of big events
 (`event_bytes`). It notices when the gateway closes a connection it is stalling or streaming on
-(`aborted`), and counts the stream bytes it managed to send (`sent_bytes`).
+(`aborted`, and `"aborted": True` in that request's record), and counts the stream bytes it managed to send (`sent_bytes`).
 
 In a test:  stub = StubWorker(role="prefill"); ...; stub.configure(status=500); stub.stop()
 By hand:    python3 stub_worker.py --port 8100 --role decode
@@ -155,15 +155,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         path = self.path.split("?", 1)[0]
         cfg = dict(self.stub.config)
-        self.stub._record(self, body)
+        self._entry = self.stub._record(self, body)
         self.stub._active_add(1)
         try:
             if cfg["hold"] and self._hold():
-                self.stub._aborted_add()
+                self.stub._aborted_add(self._entry)
                 self.close_connection = True
                 return
             if cfg["stall_ms"] and self._wait(cfg["stall_ms"]):
-                self.stub._aborted_add()
+                self.stub._aborted_add(self._entry)
                 self.close_connection = True
                 return
             if cfg["drop"]:
@@ -208,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            self.stub._aborted_add()
+            self.stub._aborted_add(self._entry)
             self.close_connection = True
 
 
@@ -244,9 +244,10 @@ class StubWorker:
             parsed = None
         entry = {"method": handler.command, "path": handler.path.split("?", 1)[0],
                  "headers": {k.lower(): v for k, v in handler.headers.items()},
-                 "body": body, "json": parsed, "time": time.time()}
+                 "body": body, "json": parsed, "time": time.time(), "aborted": False}
         with self._lock:
             self._requests.append(entry)
+        return entry
 
     def _active_add(self, n):
         with self._lock:
@@ -256,9 +257,10 @@ class StubWorker:
         with self._lock:
             self._sent += n
 
-    def _aborted_add(self):
+    def _aborted_add(self, entry):
         with self._lock:
             self._aborted += 1
+            entry["aborted"] = True
 
     def requests(self, method=None):
         """The requests received, oldest first (health checks and model listings excluded)."""

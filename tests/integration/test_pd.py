@@ -89,10 +89,15 @@ class StubPair:
         cls.decode.stop()
 
     def reset(self):
+        # A leg the test before cancelled may still be ending at its stub (the gateway answered
+        # its client first): let the stubs go idle, so that what they count is this test's.
+        wait_until(lambda: self.prefill.active == 0 and self.decode.active == 0, 5,
+                   what="the stubs idle")
+        time.sleep(0.05)
         for s in (self.prefill, self.decode):
             s.clear()
             s.configure(status=200, stall_ms=0, drop=False, events=3, event_delay_ms=0,
-                        meta_info=None, error_message=None, error_event=False)
+                        meta_info=None, error_message=None, error_event=False, hold=False)
 
     def legs(self, path):
         """The one request each leg got at `path`."""
@@ -322,15 +327,37 @@ class PdFailureTest(StubPair, unittest.TestCase):
 
     def test_the_decode_error_wins(self):
         # Both legs fail; the decode worker's answer is the one the client gets, in its status.
-        # (The prefill answers a little later: had it failed first, the decode leg would have
-        # been cancelled at once and had no error of its own.)
-        self.prefill.configure(status=500, error_message="prefill says no", stall_ms=1500)
-        self.decode.configure(status=503, error_message="decode says no")
-        r, took = self.timed_post("/generate", {"text": "x"})
+        # The decode stub holds its 503 until the prefill stub has the request (had the decode
+        # answered before the prefill leg was even sent, there would be nothing to cancel), and
+        # the prefill answers much later: had it failed first, the decode leg would have been
+        # cancelled at once and had no error of its own. The request is followed by its id: a
+        # leg of the test before may still be ending at a stub.
+        self.prefill.configure(status=500, error_message="prefill says no", stall_ms=3000)
+        self.decode.configure(status=503, error_message="decode says no", hold=True)
+        rid = "decode-error-wins-" + str(time.time_ns())
+
+        def ours(stub):
+            return [r for r in stub.requests("POST") if r["headers"].get("x-request-id") == rid]
+        result = {}
+
+        def send():
+            t0 = time.time()
+            result["r"] = post(self.gw.url + "/generate", {"text": "x"},
+                               headers={"x-request-id": rid}, timeout=TIMEOUT_SECS + 5)
+            result["took"] = time.time() - t0
+        t = threading.Thread(target=send)
+        t.start()
+        try:
+            wait_until(lambda: ours(self.prefill) and ours(self.decode) and self.decode.held == 1,
+                       3, what="both legs at their workers")
+            self.decode.release()
+        finally:
+            t.join(TIMEOUT_SECS + 6)
+        r = result["r"]
         self.assertEqual(r.status, 503, r)
         self.assertIn("decode says no", r.json()["error"]["message"])
-        self.assertLess(took, 1.0, "the prefill leg is cancelled, not awaited")
-        wait_until(lambda: self.prefill.aborted == 1, 3, what="the prefill leg cancelled")
+        self.assertLess(result["took"], 2.0, "the prefill leg is cancelled, not awaited")
+        wait_until(lambda: ours(self.prefill)[0]["aborted"], 3, what="the prefill leg cancelled")
         self.assert_loads_zero()
 
     def test_a_stalled_leg_times_out_within_the_deadline(self):
