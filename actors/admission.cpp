@@ -1,5 +1,8 @@
 #include "actors/admission.hpp"
 
+#include <algorithm>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace troupe::actors {
@@ -39,15 +42,61 @@ void admission_permit::release() noexcept {
 
 admission_control::admission_control(admission_limits limits, alarm set_alarm,
                                      std::function<clock::time_point()> now)
-    : limits_(limits), alarm_(std::move(set_alarm)), now_(std::move(now)) {}
+    : limits_(limits), alarm_(std::move(set_alarm)), now_(std::move(now)) {
+  if (limits_.rate_per_second > 0) {
+    // A full bucket: after start-up, as after any quiet spell, `max_active` may come at once.
+    tokens_ = static_cast<double>(limits_.max_active);
+    refilled_at_ = now_();
+  }
+}
+
+void admission_control::refill(clock::time_point now) {
+  if (now <= refilled_at_) {
+    return;
+  }
+  auto earned = std::chrono::duration<double>(now - refilled_at_).count() * limits_.rate_per_second;
+  tokens_ = std::min(static_cast<double>(limits_.max_active), tokens_ + earned);
+  refilled_at_ = now;
+}
+
+void admission_control::take_token() noexcept {
+  if (limits_.rate_per_second > 0) {
+    tokens_ -= 1.0;
+  }
+}
+
+void admission_control::arm(clock::time_point now) {
+  if (queue_.empty()) {
+    return;
+  }
+  // Every waiter waits as long, so the oldest one's deadline is the earliest: one alarm, for
+  // the head, serves the whole queue.
+  auto when = queue_.begin()->second.deadline;
+  if (active_ < limits_.max_active && !token_ready()) {
+    // A slot is free and the head waits for its token: ring when the bucket has one (rounded
+    // up, so that the refill then finds a whole token).
+    auto missing = std::chrono::duration<double>((1.0 - tokens_) / limits_.rate_per_second);
+    when = std::min(when, now + std::chrono::ceil<clock::duration>(missing));
+  }
+  if (when < alarm_at_) {
+    alarm_at_ = when;
+    alarm_(when);
+  }
+}
 
 admission_control::entry admission_control::enter(waiter w) {
   entry e;
   std::lock_guard guard{mx_};
-  // While anyone waits, every slot is taken (a freed slot goes to the queue's head), so a
-  // newcomer can only queue behind them.
-  if (active_ < limits_.max_active && queue_.empty()) {
+  std::optional<clock::time_point> now;
+  if (limits_.rate_per_second > 0) {
+    now = now_();
+    refill(*now);
+  }
+  // While anyone waits, a newcomer can only queue behind them: a freed slot goes to the
+  // queue's head, and so does the next token.
+  if (active_ < limits_.max_active && queue_.empty() && token_ready()) {
     ++active_;
+    take_token();
     ++counts_.admitted;
     e.verdict = admission_verdict::admitted;
     e.permit = admission_permit{shared_from_this()};
@@ -58,16 +107,13 @@ admission_control::entry admission_control::enter(waiter w) {
     e.verdict = admission_verdict::queue_full;
     return e;
   }
+  if (!now) {
+    now = now_();
+  }
   e.verdict = admission_verdict::queued;
   e.ticket = next_ticket_++;
-  auto deadline = now_() + limits_.queue_timeout;
-  queue_.emplace(e.ticket, waiting{deadline, std::move(w)});
-  // Every waiter waits as long, so the oldest one's deadline is the earliest: one alarm, for
-  // the head, serves the whole queue.
-  if (!alarm_set_) {
-    alarm_set_ = true;
-    alarm_(deadline);
-  }
+  queue_.emplace(e.ticket, waiting{*now + limits_.queue_timeout, std::move(w)});
+  arm(*now);
   return e;
 }
 
@@ -83,11 +129,24 @@ bool admission_control::cancel(std::uint64_t ticket) {
 }
 
 void admission_control::wake() {
+  // Declared before the lock: permits of waiters without a callback go back after it.
+  std::vector<std::pair<waiter, admission_permit>> admitted;
   std::vector<waiter> expired;
   {
     std::lock_guard guard{mx_};
-    alarm_set_ = false;
+    alarm_at_ = clock::time_point::max();
     auto now = now_();
+    refill(now);
+    // With a rate, a slot may be free while the head waits for its token: it is let in now,
+    // even past its deadline (the token is there now), and the next ones while tokens last.
+    while (!queue_.empty() && active_ < limits_.max_active && token_ready()) {
+      admitted.emplace_back(std::move(queue_.begin()->second.w), admission_permit{});
+      queue_.erase(queue_.begin());
+      ++active_;
+      take_token();
+      ++counts_.admitted_queued;
+      admitted.back().second = admission_permit{shared_from_this()};
+    }
     while (!queue_.empty() && queue_.begin()->second.deadline <= now) {
       expired.push_back(std::move(queue_.begin()->second.w));
       queue_.erase(queue_.begin());
@@ -95,9 +154,11 @@ void admission_control::wake() {
     }
     // The head may have left (admitted, cancelled) before its deadline: the alarm then rings
     // early once, and is set again for the new head.
-    if (!queue_.empty()) {
-      alarm_set_ = true;
-      alarm_(queue_.begin()->second.deadline);
+    arm(now);
+  }
+  for (auto& [w, permit] : admitted) {
+    if (w) {
+      w(admission_verdict::admitted, std::move(permit));
     }
   }
   for (auto& w : expired) {
@@ -116,10 +177,21 @@ void admission_control::release() noexcept {
       --active_;
       return;
     }
+    if (limits_.rate_per_second > 0) {
+      auto now = now_();
+      refill(now);
+      if (!token_ready()) {
+        // The slot is free but the head's token is not there yet: the alarm lets it in.
+        --active_;
+        arm(now);
+        return;
+      }
+    }
     // The slot passes to the oldest waiter: `active_` stays as it is. A waiter past its
     // deadline whose alarm has not rung yet still gets it: the slot is there now.
     next = std::move(queue_.begin()->second.w);
     queue_.erase(queue_.begin());
+    take_token();
     ++counts_.admitted_queued;
     handed = admission_permit{shared_from_this()};
   }
@@ -133,6 +205,13 @@ admission_stats admission_control::stats() const {
   auto s = counts_;
   s.active = active_;
   s.queued = queue_.size();
+  if (limits_.rate_per_second > 0) {
+    auto now = now_();
+    auto earned = now > refilled_at_ ? std::chrono::duration<double>(now - refilled_at_).count() *
+                                           limits_.rate_per_second
+                                     : 0.0;
+    s.tokens = std::min(static_cast<double>(limits_.max_active), tokens_ + earned);
+  }
   return s;
 }
 

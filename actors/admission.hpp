@@ -15,11 +15,14 @@
 namespace troupe::actors {
 
 /// The limits of admission control (`--max-concurrent-requests`, `--queue-size`,
-/// `--queue-timeout-secs`).
+/// `--queue-timeout-secs`, `--rate-limit-tokens-per-second`).
 struct admission_limits {
   std::size_t max_active = 1;                     ///< Requests holding a slot at once (> 0).
   std::size_t max_queued = 0;                     ///< Requests waiting for one; 0: none wait.
   std::chrono::milliseconds queue_timeout{60000}; ///< Longest wait for a slot.
+  /// Requests let in per second, sustained (a token bucket of `max_active` tokens refilled at
+  /// this rate; each admission takes one for good). 0: no rate limit, only the slots.
+  double rate_per_second = 0;
 };
 
 /// What became of a request at the door.
@@ -42,6 +45,7 @@ struct admission_stats {
   std::uint64_t rejected_full = 0;    ///< Refused: queue full.
   std::uint64_t rejected_timeout = 0; ///< Refused: waited too long.
   std::uint64_t abandoned = 0;        ///< Left the queue because their client left.
+  double tokens = 0;                  ///< Rate tokens in the bucket now (0 without a rate).
 };
 
 class admission_control;
@@ -73,10 +77,12 @@ private:
 
 /// At most `max_active` requests hold a slot; up to `max_queued` more wait in arrival order
 /// (FIFO), each at most `queue_timeout`. A freed slot passes straight to the oldest waiter, so
-/// a newcomer never overtakes the queue. Safe from any thread; callbacks run outside the lock.
-/// Time comes from `now` and timeouts fire when the owner calls `wake()` at the alarm time it
-/// was given: the owner decides what a clock and an alarm are (an asio timer in the gateway,
-/// plain variables in tests).
+/// a newcomer never overtakes the queue. With a rate, a request also needs a token of the
+/// bucket: at most `max_active` at once after a quiet spell, `rate_per_second` sustained; a
+/// waiter with a free slot waits for the next token. Safe from any thread; callbacks run outside
+/// the lock. Time comes from `now`, and timeouts and tokens arrive when the owner calls `wake()`
+/// at the alarm time it was given last: the owner decides what a clock and an alarm are (an
+/// asio timer in the gateway, plain variables in tests).
 class admission_control : public std::enable_shared_from_this<admission_control> {
 public:
   using clock = std::chrono::steady_clock;
@@ -85,8 +91,9 @@ public:
   /// `queue_timeout` with an empty one.
   using waiter = std::function<void(admission_verdict, admission_permit)>;
 
-  /// Asks for a `wake()` at the given time (the oldest waiter's deadline). Called under the
-  /// lock: it must not call back into this object.
+  /// Asks for a `wake()` at the given time (the oldest waiter's deadline, or the next token
+  /// when that is sooner), replacing the alarm asked for before, which is always later. Called
+  /// under the lock: it must not call back into this object.
   using alarm = std::function<void(clock::time_point)>;
 
   /// How a request fared at the door.
@@ -112,7 +119,8 @@ public:
   /// dropped (outside the lock) without being called. False when it does not wait (any more).
   bool cancel(std::uint64_t ticket);
 
-  /// The alarm went off: waiters whose deadline passed are told `queue_timeout`, oldest first.
+  /// The alarm went off: waiters a slot and a token are there for are let in, then those whose
+  /// deadline passed are told `queue_timeout`, oldest first.
   void wake();
 
   /// The counts now.
@@ -132,6 +140,22 @@ private:
     waiter w;
   };
 
+  /// Under the lock: adds the tokens earned since the last refill (up to `max_active`).
+  void refill(clock::time_point now);
+
+  /// Under the lock: true when a request may take a token now (always without a rate). The
+  /// margin absorbs rounding: the alarm for a token rings when the refill has earned it.
+  bool token_ready() const noexcept {
+    return limits_.rate_per_second <= 0 || tokens_ >= 1.0 - 1e-9;
+  }
+
+  /// Under the lock: an admission takes its token.
+  void take_token() noexcept;
+
+  /// Under the lock: asks for an alarm at the head's deadline, or at its token when a slot is
+  /// free for it, unless one is set for that time or sooner.
+  void arm(clock::time_point now);
+
   const admission_limits limits_;
   const alarm alarm_;
   const std::function<clock::time_point()> now_;
@@ -140,8 +164,10 @@ private:
   std::size_t active_ = 0;
   std::map<std::uint64_t, waiting> queue_; ///< By ticket, which grows: arrival order.
   std::uint64_t next_ticket_ = 1;
-  bool alarm_set_ = false;
-  admission_stats counts_; ///< The cumulative counters (`active`/`queued` are read above).
+  clock::time_point alarm_at_ = clock::time_point::max(); ///< max: no alarm set.
+  double tokens_ = 0;                                     ///< Rate tokens (unused without a rate).
+  clock::time_point refilled_at_{}; ///< When `tokens_` was last brought up to date.
+  admission_stats counts_;          ///< The cumulative counters (`active`/`queued` are read above).
 };
 
 } // namespace troupe::actors

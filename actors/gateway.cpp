@@ -8,6 +8,7 @@
 #include "transport/http_server.hpp"
 
 #include <boost/asio/steady_timer.hpp>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <stdexcept>
 
@@ -125,8 +126,11 @@ void gateway::start() {
   if (svc.admission) {
     stats->watch_admission(svc.admission);
     const auto& lim = svc.admission->limits();
-    spdlog::info("admission control: {} request(s) at once, {} may wait up to {} ms",
-                 lim.max_active, lim.max_queued, lim.queue_timeout.count());
+    spdlog::info("admission control: {} request(s) at once, {} may wait up to {} ms{}",
+                 lim.max_active, lim.max_queued, lim.queue_timeout.count(),
+                 lim.rate_per_second > 0
+                     ? fmt::format(", {:g} admitted per second", lim.rate_per_second)
+                     : std::string{});
   }
   d.svc = std::make_shared<const gateway_services>(std::move(svc));
   stats->watch_system([&sys = d.sys] { return sys.registry().running(); },

@@ -59,6 +59,7 @@ struct gateway_config {
   int max_concurrent_requests = -1; ///< Data-plane requests running at once; <= 0: no limit.
   std::size_t queue_size = 100;     ///< Requests waiting for a slot; 0: refused at once (429).
   std::chrono::milliseconds queue_timeout{60000}; ///< Longest wait for a slot, then 408.
+  double rate_limit_per_second = 0; ///< Admissions per second, sustained; 0: no rate limit.
 
   // -- security --
   std::string api_key;       ///< Data plane and worker management need it as a Bearer token.

@@ -3,7 +3,10 @@
 #include "actors/relay_sink.hpp"
 
 #include <algorithm>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
@@ -21,8 +24,13 @@ void refuse(const gateway_services& svc, inbound_request& in, admission_verdict 
   protocol::api_error err;
   if (why == admission_verdict::queue_full) {
     err = {error_code::too_many_requests,
-           fmt::format("the gateway is at capacity ({} requests running, {} waiting); retry later",
-                       lim.max_active, lim.max_queued),
+           lim.rate_per_second > 0
+               ? fmt::format("the gateway is at capacity (at most {} requests running and {:g} "
+                             "admitted per second, {} waiting); retry later",
+                             lim.max_active, lim.rate_per_second, lim.max_queued)
+               : fmt::format("the gateway is at capacity ({} requests running, {} waiting); "
+                             "retry later",
+                             lim.max_active, lim.max_queued),
            {}};
   } else {
     err = {error_code::queue_timeout,
@@ -67,16 +75,23 @@ std::shared_ptr<admission_control> make_admission(boost::asio::io_context& ioc,
   limits.queue_timeout =
       std::min(cfg.queue_timeout,
                std::chrono::duration_cast<std::chrono::milliseconds>(cfg.request_timeout));
-  // One timer for the whole queue (its alarm is always the head's deadline). The admission
-  // control owns the timer; the timer's handler holds it weakly.
+  limits.rate_per_second = cfg.rate_limit_per_second;
+  // One timer for the whole queue (its alarm is the head's deadline, or its token's time). The
+  // admission control owns the timer; the timer's handler holds it weakly. An alarm may replace
+  // a pending one (an earlier token time), and alarms are asked for on any io thread: the timer
+  // is set on a strand, in the order they were asked for (under the admission lock).
   auto timer = std::make_shared<boost::asio::steady_timer>(ioc);
+  auto strand = boost::asio::make_strand(ioc);
   auto weak = std::make_shared<std::weak_ptr<admission_control>>();
-  auto ctl = std::make_shared<admission_control>(limits, [timer, weak](clock::time_point when) {
-    timer->expires_at(when);
-    timer->async_wait([weak = *weak](boost::system::error_code ec) {
-      if (auto ctl = weak.lock(); ctl && !ec) {
-        ctl->wake();
-      }
+  auto ctl = std::make_shared<admission_control>(limits, [timer, strand,
+                                                          weak](clock::time_point when) {
+    boost::asio::post(strand, [timer, strand, weak = *weak, when] {
+      timer->expires_at(when); // cancels a pending wait: its handler sees operation_aborted
+      timer->async_wait(boost::asio::bind_executor(strand, [weak](boost::system::error_code ec) {
+        if (auto ctl = weak.lock(); ctl && !ec) {
+          ctl->wake();
+        }
+      }));
     });
   });
   *weak = ctl;

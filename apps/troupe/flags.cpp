@@ -152,10 +152,9 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--queue-timeout-secs", queue_timeout,
                  "Longest wait for a slot; a request still waiting then gets 408")
       ->check(CLI::NonNegativeNumber);
-  double rate_limit = 0;
-  app.add_option("--rate-limit-tokens-per-second", rate_limit,
-                 "smg's token refill rate: only 0 (no refill, a strict concurrency cap) is "
-                 "supported")
+  app.add_option("--rate-limit-tokens-per-second", cfg.rate_limit_per_second,
+                 "Requests admitted per second, sustained (a token bucket holding "
+                 "--max-concurrent-requests tokens); 0: no rate limit")
       ->check(CLI::NonNegativeNumber);
 
   // -- security --
@@ -264,10 +263,9 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     }
     cfg.node_name = host + ":" + std::to_string(cfg.port);
   }
-  if (rate_limit > 0) {
-    std::cerr << "troupe: --rate-limit-tokens-per-second > 0 is not supported: "
-                 "--max-concurrent-requests is a strict cap on requests in flight (see "
-                 "docs/configuration.md)\n";
+  if (cfg.rate_limit_per_second > 0 && cfg.max_concurrent_requests <= 0) {
+    std::cerr << "troupe: --rate-limit-tokens-per-second needs --max-concurrent-requests > 0 "
+                 "(the bucket holds that many tokens: the largest burst)\n";
     exit_code = 2;
     return std::nullopt;
   }

@@ -60,10 +60,11 @@ struct door {
     FAIL("not running: " << name);
   }
 
-  /// Moves the clock on by `by`, ringing the alarm if it is due by then.
+  /// Moves the clock on by `by`, ringing the alarm (each time it is set again) while it is due
+  /// by then.
   void advance(std::chrono::milliseconds by) {
     now += by;
-    if (alarm && *alarm <= now) {
+    while (alarm && *alarm <= now) {
       alarm.reset();
       ctl->wake();
     }
@@ -78,8 +79,9 @@ struct door {
   }
 };
 
-admission_limits limits(std::size_t active, std::size_t queued, std::chrono::milliseconds t) {
-  return {active, queued, t};
+admission_limits limits(std::size_t active, std::size_t queued, std::chrono::milliseconds t,
+                        double rate = 0) {
+  return {active, queued, t, rate};
 }
 
 } // namespace
@@ -226,10 +228,13 @@ TEST_CASE("admission: a slot handed to a waiter that drops it goes on to the nex
 
 TEST_CASE("admission: random arrivals, ends, cancels and timeouts never leak a slot") {
   std::mt19937 rng{42};
-  for (int round = 0; round < 20; ++round) {
+  for (int round = 0; round < 40; ++round) {
     auto max_active = 1 + rng() % 4;
     auto max_queued = rng() % 5;
-    door d{limits(max_active, max_queued, 100ms)};
+    // Half the rounds with a rate limit, from a token every 5 ms to one every 200 ms.
+    double rate = round % 2 ? 0.0 : 5.0 + static_cast<double>(rng() % 196);
+    door d{limits(max_active, max_queued, 100ms, rate)};
+    auto start = d.now;
     std::vector<std::uint64_t> tickets;
     std::size_t arrivals = 0;
     for (int step = 0; step < 400; ++step) {
@@ -256,19 +261,102 @@ TEST_CASE("admission: random arrivals, ends, cancels and timeouts never leak a s
       REQUIRE(s.active == d.running.size()); // every slot has exactly one holder
       REQUIRE(s.active <= max_active);
       REQUIRE(s.queued <= max_queued);
-      REQUIRE((s.queued == 0 || s.active == max_active)); // nobody waits beside a free slot
+      // Nobody waits beside a free slot, unless for a token.
+      REQUIRE((s.queued == 0 || s.active == max_active || (rate > 0 && s.tokens < 1.0)));
+      REQUIRE(s.tokens <= max_active);
     }
     // Every arrival is accounted for exactly once.
     auto s = d.ctl->stats();
+    if (rate > 0) {
+      // Never more than a full bucket plus what the rate earned meanwhile.
+      auto secs = std::chrono::duration<double>(d.now - start).count();
+      CHECK(static_cast<double>(s.admitted + s.admitted_queued) <= max_active + rate * secs + 1e-6);
+    }
     CHECK(s.admitted + s.admitted_queued + s.rejected_full + s.rejected_timeout + s.abandoned +
               s.queued ==
           arrivals);
+    d.advance(1000ms); // every waiter is let in (a token came) or timed out
     while (!d.running.empty()) {
       d.finish(d.running.front().first);
     }
-    d.advance(1000ms);
     s = d.ctl->stats();
     CHECK(s.active == 0);
     CHECK(s.queued == 0);
   }
+}
+
+TEST_CASE("admission rate: a full bucket lets max_active in at once, then one per 1/rate") {
+  door d{limits(3, 10, 10000ms, 2.0)};
+  CHECK(d.ctl->stats().tokens == 3.0);
+  CHECK(d.arrive("a").verdict == verdict::admitted);
+  CHECK(d.arrive("b").verdict == verdict::admitted);
+  CHECK(d.arrive("c").verdict == verdict::admitted);
+  d.finish("a");
+  d.finish("b");
+  d.finish("c");
+  // Slots are free, tokens are not: d waits for the next one, half a second away.
+  CHECK(d.arrive("d").verdict == verdict::queued);
+  REQUIRE(d.alarm);
+  CHECK(*d.alarm == d.now + 500ms);
+  d.advance(499ms);
+  CHECK(d.names_running().empty());
+  d.advance(1ms);
+  CHECK(d.names_running() == std::vector<std::string>{"d"});
+  // The bucket refills while nobody asks: after 1.5 s idle, three tokens again (never more).
+  d.finish("d");
+  d.advance(5000ms);
+  CHECK(d.ctl->stats().tokens == 3.0);
+  CHECK(d.arrive("e").verdict == verdict::admitted);
+  CHECK(d.arrive("f").verdict == verdict::admitted);
+  CHECK(d.arrive("g").verdict == verdict::admitted);
+  CHECK(d.arrive("h").verdict == verdict::queued);
+}
+
+TEST_CASE("admission rate: the sustained rate is the refill rate, with short requests") {
+  door d{limits(4, 100, 60000ms, 10.0)};
+  // A request every 10 ms for 10 s, each done at once: 4 at once, then 10 per second.
+  int arrived = 0;
+  for (int ms = 0; ms < 10000; ms += 10) {
+    d.arrive("r" + std::to_string(arrived++));
+    while (!d.running.empty()) {
+      d.finish(d.running.front().first);
+    }
+    d.advance(10ms);
+  }
+  auto s = d.ctl->stats();
+  auto let_in = s.admitted + s.admitted_queued;
+  CHECK(let_in == 4 + 100);
+  // The queue filled up behind the rate, then newcomers were refused.
+  CHECK(s.queued >= 99);
+  CHECK(s.rejected_full == static_cast<std::uint64_t>(arrived) - let_in - s.queued);
+}
+
+TEST_CASE("admission rate: a slot freed before the next token stays the head's") {
+  door d{limits(1, 5, 10000ms, 1.0)};
+  d.arrive("a"); // takes the only token
+  d.arrive("b");
+  d.finish("a"); // the slot is free, no token yet
+  CHECK(d.ctl->stats().active == 0);
+  CHECK(d.arrive("c").verdict == verdict::queued); // behind b, not beside it
+  d.advance(1000ms);
+  CHECK(d.names_running() == std::vector<std::string>{"b"});
+  d.finish("b");
+  d.advance(999ms);
+  CHECK(d.names_running().empty());
+  d.advance(1ms);
+  CHECK(d.names_running() == std::vector<std::string>{"c"});
+}
+
+TEST_CASE("admission rate: a waiter whose token comes after its deadline times out") {
+  door d{limits(2, 5, 1000ms, 0.5)};
+  d.arrive("a");
+  d.arrive("b");
+  d.finish("a");
+  d.finish("b");
+  d.arrive("c"); // the next token is 2 s away, the deadline 1 s
+  REQUIRE(d.alarm);
+  CHECK(*d.alarm == d.now + 1000ms);
+  d.advance(1000ms);
+  CHECK(d.told == std::vector<std::pair<std::string, verdict>>{{"c", verdict::queue_timeout}});
+  CHECK(d.ctl->stats().rejected_timeout == 1);
 }

@@ -1,12 +1,14 @@
-"""Admission control: --max-concurrent-requests, --queue-size, --queue-timeout-secs.
+"""Admission control: --max-concurrent-requests, --queue-size, --queue-timeout-secs,
+--rate-limit-tokens-per-second.
 
 A stub worker holds every request until the test lets it go, so the gateway's slots fill up
 on cue. With 2 slots and 1 place in the queue: the 3rd request waits (`queued` in
 /admin/requests, never at the worker) and completes once a slot frees; the 4th gets 429 at
 once in its route's format; a request that waits too long gets 408; a client that leaves the
 queue frees its place; routes that make no model work (info, health) never queue; a
-prefill/decode request holds one slot, not one per leg. Each test ends with the worker's load
-and the admission gauges back at 0.
+prefill/decode request holds one slot, not one per leg. With a rate, a burst of as many requests
+as there are slots goes at once and the next one waits for its token. Each test ends with the
+worker's load and the admission gauges back at 0.
 """
 
 import json
@@ -16,7 +18,9 @@ import threading
 import time
 import unittest
 
-from harness import ProcessTestCase, get, post, wait_until
+import subprocess
+
+from harness import TROUPE_BIN, ProcessTestCase, free_port, get, post, wait_until
 from stub_worker import StubWorker
 
 MODEL = "stub-model"
@@ -176,6 +180,58 @@ class AdmissionTest(ProcessTestCase):
             self.assertEqual(b.result().status, 200)
         self.assertEqual(len(self.stub.requests("POST")), 3, "the one that left never ran")
         self.assert_back_to_rest()
+
+
+class RateLimitTest(ProcessTestCase):
+    """--rate-limit-tokens-per-second: a bucket of --max-concurrent-requests tokens, refilled at
+    the rate; each admission takes one for good. The worker answers at once, so only the rate
+    holds requests back."""
+
+    def setUp(self):
+        super().setUp()
+        self.stub = StubWorker(model=MODEL)
+        self.addCleanup(self.stub.stop)
+
+    def test_a_burst_goes_at_once_and_the_next_waits_for_its_token(self):
+        gw = self.gateway("--max-concurrent-requests", 3, "--rate-limit-tokens-per-second", 2,
+                          "--queue-size", 5, workers=[self.stub])
+        for _ in range(3):
+            self.assertEqual(chat(gw).status, 200)
+        m = admission(gw)
+        self.assertEqual(m["troupe_admission_limit{kind=rate}"], 2, m)
+        self.assertLess(m["troupe_admission_rate_tokens"], 1, m)
+        # The slots are free, the bucket is empty: the fourth waits (a token every 0.5 s).
+        fourth = Background(chat, gw)
+        wait_until(lambda: queued(gw), 5, what="the fourth request queued")
+        self.assertEqual(len(self.stub.requests("POST")), 3)
+        self.assertEqual(fourth.result().status, 200)
+        self.assertEqual(len(self.stub.requests("POST")), 4)
+        m = admission(gw)
+        self.assertEqual(m["troupe_admission_admitted_total{path=immediate}"], 3, m)
+        self.assertEqual(m["troupe_admission_admitted_total{path=queued}"], 1, m)
+        self.assertEqual(m["troupe_admission_queue_wait_seconds_count"], 1, m)
+        # It waited for a token: at most half a second (plus scheduling), more than nothing.
+        self.assertGreater(m["troupe_admission_queue_wait_seconds_sum"], 0.05, m)
+        wait_until(lambda: not tracked(gw), 5, what="no request tracked")
+        self.assertEqual(admission(gw)["troupe_admission_active"], 0)
+
+    def test_without_a_queue_the_request_past_the_burst_is_refused(self):
+        gw = self.gateway("--max-concurrent-requests", 2, "--rate-limit-tokens-per-second", 0.2,
+                          "--queue-size", 0, workers=[self.stub])
+        self.assertEqual(chat(gw).status, 200)
+        self.assertEqual(chat(gw).status, 200)
+        r = anthropic(gw)
+        self.assertEqual(r.status, 429, r)
+        self.assertEqual(r.json()["error"]["type"], "rate_limit_error")
+        self.assertIn("0.2 admitted per second", r.json()["error"]["message"])
+        self.assertEqual(len(self.stub.requests("POST")), 2)
+
+    def test_a_rate_needs_a_bucket(self):
+        p = subprocess.run([TROUPE_BIN, "--port", str(free_port()),
+                            "--rate-limit-tokens-per-second", "5"],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2, p)
+        self.assertIn("needs --max-concurrent-requests", p.stderr)
 
 
 class PdAdmissionTest(ProcessTestCase):
