@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/policies/policy_config.hpp"
+#include "actors/retry_policy.hpp"
 #include "actors/worker_proxy.hpp"
 
 #include <chrono>
@@ -43,7 +44,7 @@ struct gateway_config {
   std::string policy = "round_robin";
   std::string prefill_policy;  ///< Empty: same as `policy`.
   std::string decode_policy;   ///< Empty: same as `policy`.
-  unsigned max_retries = 5;    ///< Other workers tried after a failure before the first byte.
+  retry_config retry;          ///< Other workers tried after a failure, and the waits between.
   policy_config policy_tuning; ///< cache_aware settings (docs/policies.md).
 
   // -- limits --

@@ -369,6 +369,13 @@ struct metrics::impl {
           .Help("Time from receiving a streamed request to the worker's first response byte")
           .Register(*registry);
 
+  prom::Family<prom::Counter>& retries =
+      prom::BuildCounter()
+          .Name("troupe_router_retries_total")
+          .Help("Requests sent to another worker after a failed attempt, by why it failed "
+                "(reason=connect: no response; reason=status: a retryable status, after a backoff)")
+          .Register(*registry);
+
   // prefill/decode
   prom::Family<prom::Counter>& pd_requests = prom::BuildCounter()
                                                  .Name("troupe_pd_requests_total")
@@ -411,6 +418,8 @@ struct metrics::impl {
   child_cache<prom::Histogram> router_ttft_by{{"model"},
                                               histogram_adder(router_ttft, latency_buckets)};
   prom::Counter& pd_requests_total = pd_requests.Add({});
+  prom::Counter& retries_connect = retries.Add({{"reason", "connect"}});
+  prom::Counter& retries_status = retries.Add({{"reason", "status"}});
   prom::Counter& pd_prefill_failures = pd_leg_failures.Add({{"leg", "prefill"}});
   prom::Counter& pd_decode_failures = pd_leg_failures.Add({{"leg", "decode"}});
   prom::Gauge& members_up = cluster_members.Add({{"state", "up"}});
@@ -451,6 +460,10 @@ void metrics::on_request_end(const request_outcome& r) {
 
 void metrics::on_pd_request() {
   impl_->pd_requests_total.Increment();
+}
+
+void metrics::on_retry(bool after_status) {
+  (after_status ? impl_->retries_status : impl_->retries_connect).Increment();
 }
 
 void metrics::on_pd_leg_failure(protocol::worker_type leg) {

@@ -59,6 +59,10 @@ public:
   /// when they apply.
   void on_request_end(const request_outcome& r);
 
+  /// A request goes to another worker after a failed attempt: `troupe_router_retries_total`
+  /// with `reason` `status` (a retryable status) or `connect` (no response at all).
+  void on_retry(bool after_status);
+
   // -- prefill/decode --
 
   /// A request is served by a prefill/decode pair: `troupe_pd_requests_total`.

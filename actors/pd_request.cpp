@@ -114,7 +114,7 @@ void conclude(request_self self) {
   // Nothing reached the client and a worker was not reached: another pair may serve it.
   bool retry_ok = !pd.gate->touched_client() && !held &&
                   (pd.decode.failure ? pd.decode.retryable : pd.prefill.retryable) &&
-                  st.tried.size() < st.svc->cfg.max_retries &&
+                  st.tried.size() < st.svc->cfg.retry.max_retries &&
                   std::chrono::steady_clock::now() < st.deadline;
   if (retry_ok) {
     for (auto* s : {&pd.prefill, &pd.decode}) {

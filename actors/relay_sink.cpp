@@ -1,5 +1,6 @@
 #include "actors/relay_sink.hpp"
 
+#include "actors/retry_policy.hpp"
 #include "protocol/upstream_error.hpp"
 
 #include <algorithm>
@@ -98,7 +99,9 @@ bool relay_sink::on_head(const http::response_header<>& head) {
   status_ = head.result_int();
   headers_ = relayable_headers(head);
   headers_.emplace_back("x-request-id", request_id_);
-  if (protocol::is_event_stream(head[http::field::content_type])) {
+  // A kept error is read like any error body, even one that says it is a stream.
+  held_ = hold_ && retryable_status(status_);
+  if (!held_ && protocol::is_event_stream(head[http::field::content_type])) {
     streaming_ = true;
     headers_.emplace_back("cache-control", "no-cache");
     // A stream is relayed as it is read: a client that falls behind pauses the reading. A
@@ -143,7 +146,11 @@ bool relay_sink::on_body(std::string_view piece) {
     if (body_.size() + piece.size() > error_body_limit_) {
       // Stop reading at the limit: the client gets what was read, as an excerpt.
       body_.append(piece.substr(0, error_body_limit_ - body_.size()));
-      answer_error(true);
+      if (held_) {
+        truncated_ = true; // answered, if ever, by `release_held`
+      } else {
+        answer_error(true);
+      }
       return false;
     }
     body_.append(piece);
@@ -185,6 +192,9 @@ void relay_sink::on_complete() {
     reply_->end_stream();
     return;
   }
+  if (held_) {
+    return; // the owner decides: another worker, or `release_held`
+  }
   if (error_) {
     return answer_error(false);
   }
@@ -198,6 +208,14 @@ void relay_sink::on_complete() {
   res.body() = std::move(body_);
   responded_ = true;
   reply_->respond(std::move(res));
+}
+
+void relay_sink::release_held() {
+  if (!held_ || responded_ || failed_) {
+    return;
+  }
+  held_ = false;
+  answer_error(truncated_);
 }
 
 void relay_sink::fail(const protocol::api_error& err) {

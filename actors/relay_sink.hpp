@@ -53,6 +53,21 @@ public:
   /// event: the request path marks the request `streaming` with it. Set before dispatch.
   void on_stream_start(std::function<void()> f) { on_stream_start_ = std::move(f); }
 
+  /// Keeps a worker's retryable error answer (`retryable_status`) from the client: it is read
+  /// (up to the error size limit), not relayed, and `held()` says so once the exchange is
+  /// over. The owner then tries another worker, or answers it with `release_held()`. Set
+  /// before dispatch, when another attempt is possible.
+  void hold_retryable_errors() noexcept { hold_ = true; }
+
+  /// True while a retryable error answer is kept from the client.
+  bool held() const noexcept { return held_; }
+
+  /// The worker's status of the response (0 before its head).
+  unsigned status() const noexcept { return status_; }
+
+  /// Answers the kept error as it would have been relayed. Once the exchange is over.
+  void release_held();
+
 private:
   void answer_error(bool truncated);
 
@@ -71,8 +86,11 @@ private:
   bool streaming_ = false;
   bool responded_ = false;
   bool ended_ = false;
-  bool failed_ = false; ///< Ended by `fail`.
-  bool error_ = false;  ///< The worker answered an error status.
+  bool failed_ = false;    ///< Ended by `fail`.
+  bool error_ = false;     ///< The worker answered an error status.
+  bool hold_ = false;      ///< Keep a retryable error from the client.
+  bool held_ = false;      ///< A retryable error is kept.
+  bool truncated_ = false; ///< The kept error was cut at the error size limit.
 };
 
 /// A complete error response in `format`, tagged with `request_id`.

@@ -3,9 +3,11 @@
 #include "actors/errors.hpp"
 #include "actors/request_hints.hpp"
 #include "actors/request_state.hpp"
+#include "actors/retry_policy.hpp"
 #include "actors/upstream_headers.hpp"
 #include "protocol/validation.hpp"
 
+#include <random>
 #include <spdlog/spdlog.h>
 
 namespace troupe::actors {
@@ -59,6 +61,44 @@ bool retryable(const exchange_result& r, const relay_sink& sink) {
          (r.status == exchange_status::broken && !r.head_received);
 }
 
+/// A draw in [-1, 1] for the jitter of a backoff.
+double jitter_draw() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>{-1.0, 1.0}(rng);
+}
+
+/// True when a retryable status may send the request to another worker: a request that makes
+/// model work (a body), not one bound to the worker storing the Responses object it names.
+bool status_retry_allowed(const request_state& st) {
+  return protocol::info(st.in->op).has_body && !st.pinned;
+}
+
+/// The worker answered a retryable status, kept from the client: after a backoff another
+/// worker gets the request; when the wait would outlast the deadline, the client gets the
+/// answer as the worker gave it.
+void retry_after_status(request_self self) {
+  auto& st = self->state;
+  auto delay = retry_backoff(st.svc->cfg.retry, st.backoffs, jitter_draw());
+  if (std::chrono::steady_clock::now() + delay >= st.deadline) {
+    st.sink->release_held();
+    return finish_request(self);
+  }
+  spdlog::info("[{}] worker {} answered {}: retrying on another worker in {} ms", st.in->request_id,
+               st.worker->id, st.sink->status(), delay.count());
+  st.tried.push_back(st.worker->id);
+  st.held = st.sink;
+  st.last_failure.reset();
+  ++st.backoffs;
+  if (st.svc->metrics) {
+    st.svc->metrics->on_retry(true);
+  }
+  if (delay.count() == 0) {
+    return select_worker(self);
+  }
+  st.svc->tracker->update(st.in->request_id, request_phase::backing_off);
+  self->delayed_send(self, delay, tick_atom_v);
+}
+
 void on_outcome(request_self self, exchange_result& r) {
   auto& st = self->state;
   st.order_id = 0;
@@ -67,6 +107,9 @@ void on_outcome(request_self self, exchange_result& r) {
   if (st.cancelled || r.status == exchange_status::cancelled) {
     return finish_request(self);
   }
+  if (st.sink->held()) {
+    return retry_after_status(self);
+  }
   // The sink may have answered already: a worker's error body cut at its size limit.
   if (r.status == exchange_status::ok || st.sink->answered()) {
     return finish_request(self);
@@ -74,10 +117,14 @@ void on_outcome(request_self self, exchange_result& r) {
   auto err = exchange_error(r, st.svc->cfg.request_timeout);
   spdlog::warn("[{}] worker {} failed: {} {}", st.in->request_id, st.worker->id,
                to_string(r.status), r.detail);
-  if (retryable(r, *st.sink) && st.tried.size() < st.svc->cfg.max_retries &&
+  if (retryable(r, *st.sink) && st.tried.size() < st.svc->cfg.retry.max_retries &&
       std::chrono::steady_clock::now() < st.deadline) {
     st.tried.push_back(st.worker->id);
     st.last_failure = err;
+    st.held.reset();
+    if (st.svc->metrics) {
+      st.svc->metrics->on_retry(false);
+    }
     return select_worker(self);
   }
   st.sink->fail(err);
@@ -92,7 +139,7 @@ void dispatch(request_self self, worker_entry_ptr worker) {
   st.svc->tracker->update(st.in->request_id, request_phase::dispatched);
   note_worker(self, st.worker->id);
   // Keep the body for a retry only while another attempt is possible.
-  bool may_retry = st.tried.size() < st.svc->cfg.max_retries;
+  bool may_retry = st.tried.size() < st.svc->cfg.retry.max_retries;
   auto body = may_retry ? st.in->req.body() : std::move(st.in->req.body());
   st.sink = std::make_shared<relay_sink>(
       st.in->reply, st.in->request_id, st.format, st.svc->cfg.max_response_size,
@@ -100,6 +147,9 @@ void dispatch(request_self self, worker_entry_ptr worker) {
   st.sink->on_stream_start([tracker = st.svc->tracker, id = st.in->request_id] {
     tracker->update(id, request_phase::streaming);
   });
+  if (may_retry && status_retry_allowed(st)) {
+    st.sink->hold_retryable_errors();
+  }
   dispatch_order order{next_order_id(), make_upstream_call(self, *st.worker, std::move(body)),
                        st.sink};
   st.order_id = order.id;
@@ -122,6 +172,7 @@ void select_worker(request_self self) {
   if (prefer.empty() && locate_response(self)) {
     return;
   }
+  st.pinned = !prefer.empty();
   st.svc->tracker->update(st.in->request_id, request_phase::selecting);
   selection sel;
   sel.model = st.facts.model.value_or("");
@@ -135,6 +186,13 @@ void select_worker(request_self self) {
       .then([self](worker_entry_ptr& w) { dispatch(self, std::move(w)); },
             [self](caf::error& e) {
               auto& st = self->state;
+              if (st.held) {
+                // No other worker to try: the client gets the last one's own answer.
+                st.sink = std::move(st.held);
+                st.status = st.sink->status();
+                st.sink->release_held();
+                return finish_request(self);
+              }
               // After a failed attempt, running out of workers is that failure's fault.
               fail_request(self, st.last_failure ? *st.last_failure : to_api_error(e));
             });
@@ -205,6 +263,11 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
   });
   start(self);
   return {
+      [self](tick_atom) {
+        if (!self->state.finished) {
+          select_worker(self);
+        }
+      },
       [self](cancel_atom) {
         auto& st = self->state;
         if (st.finished || st.cancelled) {

@@ -16,10 +16,13 @@ namespace troupe::actors {
 
 /// One client request, from parse to last byte: validates it, asks a policy for a worker,
 /// hands it to that worker's proxy, retries on another worker when the first fails before any
-/// byte, and ends the response whatever happens. Dies with its response.
+/// byte or answers a retryable status, and ends the response whatever happens. Dies with its
+/// response.
 using request_actor = caf::typed_actor<
     /// The client disconnected: abort the upstream exchange and stop.
-    caf::reacts_to<cancel_atom>>;
+    caf::reacts_to<cancel_atom>,
+    /// The wait before a retry is over: pick another worker.
+    caf::reacts_to<tick_atom>>;
 
 /// A request as the endpoint layer hands it over.
 struct inbound_request {

@@ -29,7 +29,12 @@ struct request_state {
   std::uint64_t order_id = 0;     ///< The current dispatch order, 0 when none.
   std::shared_ptr<relay_sink> sink;
   std::optional<protocol::api_error> last_failure;
-  bool located = false; ///< The workers were asked for the Responses object the request names.
+  /// The last failed attempt's answer, when it was a retryable status kept from the client:
+  /// the client gets it if no other worker can be tried.
+  std::shared_ptr<relay_sink> held;
+  unsigned backoffs = 0; ///< Waits before a retry so far (the next one is longer).
+  bool pinned = false;   ///< Sent to the worker storing the Responses object it names.
+  bool located = false;  ///< The workers were asked for the Responses object the request names.
   /// The role of the worker a single dispatch goes to: regular, or prefill for the info
   /// routes of a fleet with only prefill/decode pairs.
   protocol::worker_type role = protocol::worker_type::regular;

@@ -15,6 +15,8 @@ std::string_view to_string(request_phase p) noexcept {
     return "selecting";
   case request_phase::locating:
     return "locating";
+  case request_phase::backing_off:
+    return "backing_off";
   case request_phase::dispatched:
     return "dispatched";
   case request_phase::streaming:

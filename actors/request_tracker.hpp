@@ -12,13 +12,14 @@ namespace troupe::actors {
 
 /// Where a request is in its life.
 enum class request_phase {
-  queued,     ///< Waiting for an admission slot (`--max-concurrent-requests`).
-  parsing,    ///< Reading and validating the body.
-  selecting,  ///< Asking policies for a worker.
-  locating,   ///< Asking workers which one stores the Responses object the request names.
-  dispatched, ///< Sent to a worker, waiting for its response head.
-  streaming,  ///< Relaying the response.
-  joining,    ///< PD: waiting for the other leg.
+  queued,      ///< Waiting for an admission slot (`--max-concurrent-requests`).
+  parsing,     ///< Reading and validating the body.
+  selecting,   ///< Asking policies for a worker.
+  locating,    ///< Asking workers which one stores the Responses object the request names.
+  dispatched,  ///< Sent to a worker, waiting for its response head.
+  backing_off, ///< A worker answered a retryable status: waiting before another worker.
+  streaming,   ///< Relaying the response.
+  joining,     ///< PD: waiting for the other leg.
 };
 
 std::string_view to_string(request_phase p) noexcept;

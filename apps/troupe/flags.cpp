@@ -102,8 +102,24 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--decode-policy", cfg.decode_policy,
                  "Policy for decode workers (default: --policy)")
       ->check(CLI::IsMember(policies));
-  app.add_option("--retry-max-retries", cfg.max_retries,
-                 "Other workers tried when one fails before the first response byte");
+  auto& retry = cfg.retry;
+  app.add_option("--retry-max-retries", retry.max_retries,
+                 "Other workers tried when one fails before anything reached the client");
+  long long backoff_ms = retry.initial_backoff.count();
+  long long max_backoff_ms = retry.max_backoff.count();
+  app.add_option("--retry-initial-backoff-ms", backoff_ms,
+                 "Wait before the first retry after a worker's retryable status")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--retry-max-backoff-ms", max_backoff_ms, "Longest wait before a retry")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--retry-backoff-multiplier", retry.multiplier,
+                 "Each further wait before a retry is this many times longer")
+      ->check(CLI::Range(1.0, 100.0));
+  app.add_option("--retry-jitter-factor", retry.jitter,
+                 "Each wait moved at random by up to this share of itself, either way")
+      ->check(CLI::Range(0.0, 1.0));
+  bool disable_retries = false;
+  app.add_flag("--disable-retries", disable_retries, "Never try another worker after a failure");
   auto& tuning = cfg.policy_tuning;
   app.add_option("--cache-threshold", tuning.cache_threshold,
                  "cache_aware: share of the prompt a worker must hold for the request to follow it")
@@ -270,6 +286,11 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     return std::nullopt;
   }
   cfg.queue_timeout = secs(queue_timeout);
+  retry.initial_backoff = std::chrono::milliseconds(backoff_ms);
+  retry.max_backoff = std::chrono::milliseconds(max_backoff_ms);
+  if (disable_retries) {
+    retry.max_retries = 0;
+  }
   tuning.eviction_interval = std::chrono::seconds(eviction_secs);
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);

@@ -109,3 +109,54 @@ TEST_CASE("an observer sees a success body and every stream event, never errors"
   error_sink.on_complete();
   CHECK(seen == std::vector<std::string>{"{\"id\":1}", "data: a\n\n", "data: b\n\n"});
 }
+
+TEST_CASE("a held retryable error reaches the client only when released, as it would have") {
+  for (unsigned status : {408u, 429u, 500u, 502u, 503u, 504u}) {
+    auto reply = std::make_shared<test::recording_reply>();
+    relay_sink sink{reply, "rid", protocol::api_format::anthropic, 1 << 20};
+    sink.hold_retryable_errors();
+    // Even an error that calls itself a stream is read whole, not relayed.
+    REQUIRE(sink.on_head(head(status, status == 503 ? "text/event-stream" : "application/json")));
+    REQUIRE(sink.on_body(R"({"object":"error","message":"busy"})"));
+    sink.on_complete();
+    CHECK(sink.held());
+    CHECK_FALSE(sink.started());
+    CHECK_FALSE(reply->full());
+    CHECK(reply->stream_status() == 0);
+    sink.release_held();
+    auto res = reply->full();
+    REQUIRE(res);
+    CHECK(res->result_int() == status);
+    auto j = json::parse(res->body());
+    CHECK(j["type"] == "error");
+    CHECK(j["error"]["message"] == "the worker answered " + std::to_string(status) + ": busy");
+    CHECK_FALSE(sink.held());
+    sink.release_held(); // once
+  }
+}
+
+TEST_CASE("holding keeps back only the retryable statuses") {
+  auto reply = std::make_shared<test::recording_reply>();
+  relay_sink sink{reply, "rid", protocol::api_format::openai, 1 << 20};
+  sink.hold_retryable_errors();
+  REQUIRE(sink.on_head(head(400, "application/json")));
+  REQUIRE(sink.on_body(R"({"error":{"message":"bad"}})"));
+  sink.on_complete();
+  CHECK_FALSE(sink.held());
+  REQUIRE(reply->full());
+  CHECK(reply->full()->result_int() == 400);
+}
+
+TEST_CASE("a held error cut at its size limit is released cut") {
+  auto reply = std::make_shared<test::recording_reply>();
+  relay_sink sink{reply, "rid", protocol::api_format::openai, 1 << 20, 10};
+  sink.hold_retryable_errors();
+  REQUIRE(sink.on_head(head(503, "text/plain")));
+  CHECK_FALSE(sink.on_body("overloaded, try again in a while"));
+  CHECK(sink.held());
+  CHECK_FALSE(reply->full());
+  sink.release_held();
+  REQUIRE(reply->full());
+  auto j = json::parse(reply->full()->body());
+  CHECK(j["error"]["message"].get<std::string>().find("overloaded") != std::string::npos);
+}
