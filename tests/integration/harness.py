@@ -126,6 +126,13 @@ def sse_name(raw_event):
     return ""
 
 
+def start_refused(*flags):
+    """Runs troupe with `flags`, expecting it to refuse to start; returns (exit code, stderr)."""
+    p = subprocess.run([TROUPE_BIN, "--port", str(free_port()), *[str(f) for f in flags]],
+                       capture_output=True, text=True, timeout=10)
+    return p.returncode, p.stderr
+
+
 def wait_until(predicate, timeout=10.0, interval=0.05, what="condition"):
     deadline = time.time() + timeout
     last = None

@@ -18,9 +18,7 @@ import threading
 import time
 import unittest
 
-import subprocess
-
-from harness import TROUPE_BIN, ProcessTestCase, free_port, get, post, wait_until
+from harness import ProcessTestCase, get, post, start_refused, wait_until
 from stub_worker import StubWorker
 
 MODEL = "stub-model"
@@ -227,11 +225,9 @@ class RateLimitTest(ProcessTestCase):
         self.assertEqual(len(self.stub.requests("POST")), 2)
 
     def test_a_rate_needs_a_bucket(self):
-        p = subprocess.run([TROUPE_BIN, "--port", str(free_port()),
-                            "--rate-limit-tokens-per-second", "5"],
-                           capture_output=True, text=True, timeout=10)
-        self.assertEqual(p.returncode, 2, p)
-        self.assertIn("needs --max-concurrent-requests", p.stderr)
+        code, stderr = start_refused("--rate-limit-tokens-per-second", 5)
+        self.assertEqual(code, 2, stderr)
+        self.assertIn("needs --max-concurrent-requests", stderr)
 
 
 class PdAdmissionTest(ProcessTestCase):

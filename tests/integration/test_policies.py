@@ -6,10 +6,9 @@ consistent_hash: a routing key pins its requests to one worker. The /admin/actor
 shows the trees and the ring. (Placement rules: docs/policies.md.)
 """
 
-import subprocess
 import unittest
 
-from harness import TROUPE_BIN, ProcessTestCase, delete, free_port, get, post, wait_until
+from harness import ProcessTestCase, delete, free_port, get, post, start_refused, wait_until
 
 MODEL = "sim-model"
 
@@ -186,10 +185,9 @@ class PolicyFlagsTest(ProcessTestCase):
         for flags in (["--policy", "cache_awareness"], ["--cache-threshold", "1.5"],
                       ["--max-tree-size", "0"]):
             with self.subTest(flags=flags):
-                p = subprocess.run([TROUPE_BIN, "--port", str(free_port()), *flags],
-                                   capture_output=True, timeout=10)
-                self.assertNotEqual(p.returncode, 0)
-                self.assertIn(flags[0].encode(), p.stderr)
+                code, stderr = start_refused(*flags)
+                self.assertNotEqual(code, 0)
+                self.assertIn(flags[0], stderr)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,11 @@ comes. Recording stub workers show who received what.
 """
 
 import re
-import subprocess
 import threading
 import time
 import unittest
 
-from harness import (TROUPE_BIN, ProcessTestCase, Stream, free_port, get, post, sse_data,
-                     wait_until)
+from harness import ProcessTestCase, Stream, get, post, sse_data, start_refused, wait_until
 from stub_worker import StubWorker
 
 MODEL = "stub-model"
@@ -172,10 +170,9 @@ class RetryFlagsTest(unittest.TestCase):
         for flags in (["--retry-jitter-factor", "2"], ["--retry-backoff-multiplier", "0.5"],
                       ["--retry-initial-backoff-ms", "-1"]):
             with self.subTest(flags=flags):
-                p = subprocess.run([TROUPE_BIN, "--port", str(free_port()), *flags],
-                                   capture_output=True, timeout=10)
-                self.assertNotEqual(p.returncode, 0)
-                self.assertIn(flags[0].encode(), p.stderr)
+                code, stderr = start_refused(*flags)
+                self.assertNotEqual(code, 0)
+                self.assertIn(flags[0], stderr)
 
 
 if __name__ == "__main__":
