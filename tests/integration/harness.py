@@ -133,6 +133,15 @@ def start_refused(*flags):
     return p.returncode, p.stderr
 
 
+def assert_each_refused(test, *flag_lists):
+    """Each flag list alone stops troupe at start-up, with an error naming its first flag."""
+    for flags in flag_lists:
+        with test.subTest(flags=flags):
+            code, stderr = start_refused(*flags)
+            test.assertNotEqual(code, 0)
+            test.assertIn(str(flags[0]), stderr)
+
+
 def wait_until(predicate, timeout=10.0, interval=0.05, what="condition"):
     deadline = time.time() + timeout
     last = None

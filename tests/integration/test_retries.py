@@ -13,7 +13,8 @@ import threading
 import time
 import unittest
 
-from harness import ProcessTestCase, Stream, get, post, sse_data, start_refused, wait_until
+from harness import (ProcessTestCase, Stream, assert_each_refused, get, post, sse_data,
+                     wait_until)
 from stub_worker import StubWorker
 
 MODEL = "stub-model"
@@ -167,12 +168,9 @@ class RetryOnStatusTest(ProcessTestCase):
 
 class RetryFlagsTest(unittest.TestCase):
     def test_bad_values_stop_start_up(self):
-        for flags in (["--retry-jitter-factor", "2"], ["--retry-backoff-multiplier", "0.5"],
-                      ["--retry-initial-backoff-ms", "-1"]):
-            with self.subTest(flags=flags):
-                code, stderr = start_refused(*flags)
-                self.assertNotEqual(code, 0)
-                self.assertIn(flags[0], stderr)
+        assert_each_refused(self, ["--retry-jitter-factor", "2"],
+                            ["--retry-backoff-multiplier", "0.5"],
+                            ["--retry-initial-backoff-ms", "-1"])
 
 
 if __name__ == "__main__":
