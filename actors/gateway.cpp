@@ -152,6 +152,7 @@ void gateway::start() {
   add_data_plane_routes(*routes);
   add_info_routes(*routes);
   add_worker_routes(*routes);
+  add_fleet_op_routes(*routes);
   add_admin_routes(*routes);
 
   transport::server_options opts;
