@@ -161,6 +161,7 @@ void gateway::start() {
   opts.body_limit = cfg.max_payload_size;
   opts.use_strands = cfg.io_threads > 1;
   opts.stream_buffer_bytes = cfg.stream_buffer_bytes;
+  opts.write_timeout = cfg.client_write_timeout;
   opts.flow_stats = std::make_shared<transport::client_flow_stats>();
   stats->watch_client_flow(opts.flow_stats);
   d.server = std::make_unique<transport::http_server>(d.ioc, opts, make_front(d.svc, routes));

@@ -53,6 +53,8 @@ struct gateway_config {
   std::size_t max_error_response_size = 64u * 1024;   ///< Worker error bodies: cut beyond.
   /// Unwritten bytes a client connection holds before its stream's worker is no longer read.
   std::size_t stream_buffer_bytes = 1024u * 1024;
+  /// A client whose response writes make no progress this long is dropped as gone; 0: never.
+  std::chrono::seconds client_write_timeout{300};
   std::chrono::seconds request_timeout{1800};
   std::chrono::seconds shutdown_grace{10};
 

@@ -43,6 +43,8 @@ public:
 
   void on_disconnect(std::function<void()> f) override { inner_->on_disconnect(std::move(f)); }
 
+  bool stopped_reading() const override { return inner_->stopped_reading(); }
+
   void abort() override { inner_->abort(); }
 
 private:

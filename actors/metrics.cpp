@@ -215,6 +215,9 @@ public:
         {"troupe_client_stream_pauses_total",
          "Times a stream's worker stopped being read because its client fell behind",
          prom::MetricType::Counter, one(prom::MetricType::Counter, load(stats->pauses))},
+        {"troupe_client_write_timeouts_total",
+         "Clients dropped because a write to them made no progress for --client-write-timeout-secs",
+         prom::MetricType::Counter, one(prom::MetricType::Counter, load(stats->write_timeouts))},
     };
   }
 

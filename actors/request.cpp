@@ -275,6 +275,11 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
         }
         st.cancelled = true;
         st.status = protocol::http_status(protocol::error_code::client_closed);
+        if (st.in->reply->stopped_reading()) {
+          spdlog::info("[{}] the client stopped reading: no write to it progressed for {} s, "
+                       "connection closed",
+                       st.in->request_id, st.svc->cfg.client_write_timeout.count());
+        }
         if (st.pd) {
           return cancel_pd(self);
         }

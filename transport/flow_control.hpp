@@ -38,6 +38,8 @@ struct client_flow_stats {
   std::atomic<std::uint64_t> pauses{0};
   /// Streams paused now.
   std::atomic<std::int64_t> paused{0};
+  /// Clients dropped because a write to them made no progress for the write timeout.
+  std::atomic<std::uint64_t> write_timeouts{0};
 };
 
 } // namespace troupe::transport

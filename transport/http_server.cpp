@@ -1,11 +1,18 @@
 #include "transport/http_server.hpp"
 
+#include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <deque>
 #include <optional>
 #include <variant>
+
+#ifdef __linux__
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#endif
 
 namespace troupe::transport {
 
@@ -28,6 +35,7 @@ public:
   void end_stream() override;
   void set_flow_source(std::weak_ptr<flow_source> source) override;
   void on_disconnect(std::function<void()> f) override;
+  bool stopped_reading() const override { return stopped_reading_.load(std::memory_order_acquire); }
   void abort() override;
 
   /// Runs on the strand: the client left.
@@ -39,6 +47,9 @@ public:
       f();
     }
   }
+
+  /// Runs on the strand: the client is dropped for reading nothing (`client_gone` follows).
+  void client_stalled() { stopped_reading_.store(true, std::memory_order_release); }
 
   /// Runs on the strand: the response was written completely.
   void finished() {
@@ -64,6 +75,7 @@ private:
   bool client_left_ = false; // ... because the client disconnected
   std::function<void()> on_disconnect_;
   std::weak_ptr<flow_source> source_;
+  std::atomic<bool> stopped_reading_{false}; // read from any thread
 };
 
 /// One item of a connection's write queue.
@@ -109,13 +121,31 @@ void serialize_head(std::string& out, const http::response_header<>& head) {
   }
 }
 
+/// Looks at a connection's writes per write timeout (see `session::watch_writes`).
+constexpr unsigned write_watch_looks = 4;
+
+/// Bytes in the socket's send queue that the peer has not acknowledged yet, sent or not. Once
+/// the peer's receive window is closed, they shrink only as the peer's application reads.
+/// 0 where the system cannot tell.
+std::size_t unacknowledged_bytes(tcp::socket& socket) {
+#ifdef SIOCOUTQ
+  int n = 0;
+  if (::ioctl(socket.native_handle(), SIOCOUTQ, &n) == 0 && n > 0) {
+    return static_cast<std::size_t>(n);
+  }
+#endif
+  (void)socket;
+  return 0;
+}
+
 /// One client connection: reads requests (and keeps reading to notice a disconnect or a
 /// pipelined request), hands each to the handler, writes responses in order.
 class session : public std::enable_shared_from_this<session> {
 public:
   session(tcp::socket&& socket, std::shared_ptr<const server_options> opts,
           std::shared_ptr<const request_handler> handler)
-      : stream_(std::move(socket)), opts_(std::move(opts)), handler_(std::move(handler)) {}
+      : stream_(std::move(socket)), opts_(std::move(opts)), handler_(std::move(handler)),
+        write_watch_(stream_.get_executor()) {}
 
   ~session() {
     set_queued(0);
@@ -374,9 +404,19 @@ private:
         }
       }
     }
-    net::async_write(stream_, buffers_, [self = shared_from_this()](error_code ec, std::size_t) {
-      self->on_write(ec);
-    });
+    net::async_write(
+        stream_, buffers_,
+        [this](const error_code& ec, std::size_t n) {
+          ++write_steps_; // at the start and after each part written: progress
+          return net::transfer_all()(ec, n);
+        },
+        [self = shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
+    if (!watching_ && opts_->write_timeout.count() > 0) {
+      watched_steps_ = write_steps_;
+      watched_unacked_ = unacknowledged_bytes(stream_.socket());
+      stalled_looks_ = 0;
+      watch_writes();
+    }
   }
 
   void on_write(error_code ec) {
@@ -441,9 +481,63 @@ private:
       return;
     }
     closed_ = true;
+    if (watching_) {
+      write_watch_.cancel();
+    }
     error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
+  }
+
+  // -- write timeout (docs/architecture.md, "Slow clients") --
+
+  // While a write is in flight, the watch looks `write_watch_looks` times per write timeout
+  // whether the client made progress since its last look: a part of a write completed, or the
+  // client acknowledged bytes of the socket's send queue. The second matters for a slow reader:
+  // the kernel wakes a blocked writer only once a third of the send buffer (up to megabytes)
+  // drained, which a client reading a few KiB a second takes minutes to do. That many looks in
+  // a row without progress mean one write was stuck for the whole timeout: the client is
+  // dropped between one and 1.25 timeouts after its last progress. One timer per connection,
+  // armed when a write starts unwatched and left to run out, not re-armed per write: a client
+  // that keeps up costs a counter increment per write. An idle connection is not watched.
+  void watch_writes() {
+    watching_ = true;
+    write_watch_.expires_after(opts_->write_timeout / write_watch_looks);
+    write_watch_.async_wait([weak = weak_from_this()](error_code ec) {
+      if (auto self = weak.lock()) {
+        self->on_write_watch(ec);
+      }
+    });
+  }
+
+  void on_write_watch(error_code ec) {
+    watching_ = false;
+    if (ec || closed_ || !writing_) {
+      return;
+    }
+    auto unacked = unacknowledged_bytes(stream_.socket());
+    if (write_steps_ != watched_steps_ || unacked < watched_unacked_) {
+      stalled_looks_ = 0;
+    } else if (++stalled_looks_ == write_watch_looks) {
+      return write_timed_out();
+    }
+    watched_steps_ = write_steps_;
+    watched_unacked_ = unacked;
+    watch_writes();
+  }
+
+  // The client reads nothing: it is dropped as if it had left (the request is cancelled), and
+  // what it did not read is discarded with a reset instead of left to the kernel to deliver.
+  void write_timed_out() {
+    if (auto* stats = opts_->flow_stats.get()) {
+      stats->write_timeouts.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (current_) {
+      current_->client_stalled();
+    }
+    error_code ignored;
+    stream_.socket().set_option(net::socket_base::linger(true, 0), ignored);
+    client_gone();
   }
 
   // -- flow control (docs/architecture.md, "Slow clients") --
@@ -527,6 +621,12 @@ private:
   bool closed_ = false;
   bool stop_reading_ = false;
   bool response_ending_ = false;
+  net::steady_timer write_watch_;   ///< Looks at the writes' progress (write timeout).
+  std::uint64_t write_steps_ = 0;   ///< Writes started and parts of them completed.
+  std::uint64_t watched_steps_ = 0; ///< `write_steps_` at the watch's last look.
+  std::size_t watched_unacked_ = 0; ///< The client's unacknowledged bytes then.
+  unsigned stalled_looks_ = 0;      ///< Looks in a row that saw a write make no progress.
+  bool watching_ = false;           ///< The watch's timer is armed.
 
   friend class session_reply;
 };

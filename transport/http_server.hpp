@@ -38,6 +38,9 @@ struct server_options {
   std::size_t stream_buffer_bytes = 1024 * 1024;
   /// Where connections add up what they hold for slow clients; none: not counted.
   std::shared_ptr<client_flow_stats> flow_stats = nullptr;
+  /// How long a write to the client may go without progress (no part of it written: the client
+  /// reads nothing) before the connection drops the client as if it had left; 0: never.
+  std::chrono::milliseconds write_timeout{0};
 };
 
 /// An HTTP/1.1 keep-alive server: accepts connections and hands every request to a handler.

@@ -36,6 +36,10 @@ public:
   /// Calls `f` once if the client disconnects before the response ended (at once if it has).
   virtual void on_disconnect(std::function<void()> f) = 0;
 
+  /// True once the connection dropped its client for reading nothing (a write made no progress
+  /// for the write timeout); set before the `on_disconnect` callback runs.
+  virtual bool stopped_reading() const { return false; }
+
   /// Closes the connection once the bytes already handed over are sent, without ending the
   /// response: a streamed body lacks its last chunk, an unanswered request gets nothing. For
   /// peers that must look broken (the worker simulator's failure injection).

@@ -151,6 +151,11 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
                  "Unwritten bytes held for a slow client before its stream's worker is no longer "
                  "read (resumed at half)")
       ->check(CLI::PositiveNumber);
+  long long client_write_secs = cfg.client_write_timeout.count();
+  app.add_option("--client-write-timeout-secs", client_write_secs,
+                 "A client whose response writes make no progress this long (it reads nothing) "
+                 "is dropped as gone; 0: never")
+      ->check(CLI::NonNegativeNumber);
   long long timeout_secs = cfg.request_timeout.count();
   app.add_option("--request-timeout-secs", timeout_secs, "Deadline of a whole request")
       ->check(CLI::PositiveNumber);
@@ -293,6 +298,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   }
   tuning.eviction_interval = std::chrono::seconds(eviction_secs);
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
+  cfg.client_write_timeout = std::chrono::seconds(client_write_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);
   w.health_interval = secs(health_interval);
   w.health_timeout = secs(health_timeout);

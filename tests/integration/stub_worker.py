@@ -4,7 +4,7 @@ It answers like an inference engine just enough for the gateway to route to it (
 discovery, the data-plane paths), records every request it receives, and misbehaves on demand:
 an error status, a stall before the response head, a dropped connection, a slow stream, a
 hold until the test lets the request go (`release`), a long stream of big events
-(`event_bytes`). It notices when the gateway closes a connection it is stalling or streaming on
+(`event_bytes`), a big non-streamed answer (`answer_bytes`). It notices when the gateway closes a connection it is stalling or streaming on
 (`aborted`, and `"aborted": True` in that request's record), and counts the stream bytes it managed to send (`sent_bytes`).
 
 In a test:  stub = StubWorker(role="prefill"); ...; stub.configure(status=500); stub.stop()
@@ -29,6 +29,7 @@ DEFAULTS = {
     "error_message": None, # message of an error answer (default names the role)
     "error_event": False,  # a streamed answer reports an error event after its 200 head
     "event_bytes": 0,      # pad each streamed event's text to this many characters
+    "answer_bytes": 0,     # pad a non-streamed answer's text to this many characters
     "hold": False,         # each answer waits for a release() before its response head
 }
 
@@ -180,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
                 req = {}
             if isinstance(req, dict) and req.get("stream") is True:
                 return self._stream(path, cfg)
-            self._send_json(200, self._answer_object(path, 0, "ok"))
+            self._send_json(200, self._answer_object(path, 0, "ok".ljust(cfg["answer_bytes"], ".")))
         finally:
             self.stub._active_add(-1)
 

@@ -7,6 +7,10 @@ nothing, with a small receive buffer. The gateway must stop reading from the wor
 stream), keep its queued-bytes gauge under that bound, and deliver the whole stream intact when
 the client reads again. A client that leaves while paused, or a deadline that passes while
 paused, frees the worker.
+
+A client that reads nothing at all for `--client-write-timeout-secs` is dropped as if it had left
+(the worker's stream is closed, the request logged as 499); one that reads slowly but steadily
+gets its whole stream however long it takes.
 """
 
 import http.client
@@ -39,6 +43,18 @@ def settled(read, pause=0.3):
     before = read()
     time.sleep(pause)
     return read() == before
+
+
+def dechunk(data):
+    """The body of a complete chunked transfer coding."""
+    body, pos = bytearray(), 0
+    while True:
+        eol = data.index(b"\r\n", pos)
+        size = int(data[pos:eol], 16)
+        if size == 0:
+            return bytes(body)
+        body += data[eol + 2:eol + 2 + size]
+        pos = eol + 2 + size + 2
 
 
 class StalledStream:
@@ -77,8 +93,8 @@ class SlowClientBase:
         self.assertLessEqual(metric(gw, "troupe_client_queued_bytes"), BUFFER + READ_AHEAD)
         self.assertGreaterEqual(metric(gw, "troupe_client_stream_pauses_total"), 1)
 
-    def assert_intact(self, events):
-        self.assertEqual(len(events), EVENTS + 1)
+    def assert_intact(self, events, count=EVENTS):
+        self.assertEqual(len(events), count + 1)
         self.assertEqual(events[-1], "[DONE]")
         for i, data in enumerate(events[:-1]):
             if json.loads(data)["text"] != f"tok{i}".ljust(EVENT_BYTES, "."):
@@ -158,6 +174,99 @@ class SlowClientPdTest(SlowClientBase, ProcessTestCase):
         self.assertEqual(json.loads(events[0])["role"], "decode")
         s.leave()
         self.assert_released(gw)
+
+
+WRITE_TIMEOUT = 1                   # --client-write-timeout-secs of these tests
+
+
+class ClientWriteTimeoutTest(SlowClientBase, ProcessTestCase):
+    def setUp(self):
+        super().setUp()
+        self.worker = StubWorker(model=MODEL, events=EVENTS, event_bytes=EVENT_BYTES)
+        self.addCleanup(self.worker.stop)
+        self.gw = self.gateway("--stream-buffer-bytes", BUFFER, "--request-timeout-secs", 30,
+                               "--client-write-timeout-secs", WRITE_TIMEOUT,
+                               workers=[self.worker])
+
+    def test_a_client_that_reads_nothing_is_dropped_and_frees_its_worker(self):
+        s = StalledStream(self.gw)
+        started = time.time()
+        self.assertEqual(s.resp.status, 200)
+        wait_until(lambda: self.worker.aborted == 1, 5, what="worker's stream closed")
+        # Not before the client's writes were stuck for the timeout (the socket buffers fill
+        # within a fraction of a second), well before the request deadline.
+        self.assertGreater(time.time() - started, WRITE_TIMEOUT)
+        self.assertEqual(metric(self.gw, "troupe_client_write_timeouts_total"), 1)
+        self.assert_released(self.gw)
+        # The client's connection is gone: the stream never ends.
+        with self.assertRaises((ConnectionError, http.client.IncompleteRead)):
+            s.events()
+        s.conn.close()
+        # Logged and counted as a client that left (the 200 head had gone out), with the reason.
+        lines = self.gw.output().splitlines()
+        self.assertEqual(len([l for l in lines if "the client stopped reading" in l]), 1)
+        self.assertEqual(len([l for l in lines if "POST /generate" in l and
+                              l.endswith("error=client_closed")]), 1)
+        errors = [l for l in get(f"http://127.0.0.1:{self.gw.metrics_port}/metrics").text
+                  .splitlines() if l.startswith("troupe_router_request_errors_total{")]
+        self.assertTrue(any('error_type="client_closed"' in l and l.endswith(" 1")
+                            for l in errors), errors)
+        # The gateway serves on.
+        self.worker.configure(events=3, event_bytes=0)
+        self.assertEqual(post(self.gw.url + "/generate", {"text": "again"}).status, 200)
+
+    def test_a_client_that_reads_slowly_but_steadily_gets_its_whole_stream(self):
+        events = 768  # 12.6 MB: more than the socket buffers hold, so the gateway holds back
+        self.worker.configure(events=events)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+        sock.connect(("127.0.0.1", self.gw.port))
+        body = json.dumps(BODY).encode()
+        sock.sendall(b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        # The buffers fill; then a read of 16 KiB every 0.2 s for three timeouts. The gateway's
+        # write stays blocked all along (the kernel wakes it only once megabytes drained), yet
+        # the client acknowledges bytes within every timeout: it is slow, not gone.
+        time.sleep(0.5)
+        raw = b""
+        until = time.time() + 3 * WRITE_TIMEOUT
+        while time.time() < until:
+            raw += sock.recv(16 * 1024)
+            time.sleep(0.2)
+        self.assertEqual(metric(self.gw, "troupe_client_write_timeouts_total"), 0)
+        self.assertEqual(metric(self.gw, "troupe_client_streams_paused"), 1)
+        # The rest at full speed: the whole stream, intact.
+        while piece := sock.recv(1024 * 1024):
+            raw += piece
+        sock.close()
+        head, chunked = raw.split(b"\r\n\r\n", 1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+        self.assert_intact([sse_data(e) for e in dechunk(chunked).decode().split("\n\n")
+                            if e.strip()], events)
+        self.assertEqual(self.worker.aborted, 0)
+        self.assertEqual(metric(self.gw, "troupe_client_write_timeouts_total"), 0)
+
+    def test_a_client_that_never_reads_a_big_answer_is_dropped(self):
+        self.worker.configure(answer_bytes=32 * 1024 * 1024)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+        sock.connect(("127.0.0.1", self.gw.port))
+        sock.sendall(b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 13\r\n\r\n{\"text\": \"x\"}")
+        wait_until(lambda: metric(self.gw, "troupe_client_write_timeouts_total") == 1, 5,
+                   what="client dropped")
+        # The connection was reset: what the client reads now ends short of the answer.
+        sock.settimeout(5)
+        received = 0
+        try:
+            while piece := sock.recv(1024 * 1024):
+                received += len(piece)
+        except ConnectionError:
+            pass
+        self.assertLess(received, 32 * 1024 * 1024)
+        sock.close()
+        self.worker.configure(answer_bytes=0)
+        self.assertEqual(post(self.gw.url + "/generate", {"text": "again"}).status, 200)
 
 
 if __name__ == "__main__":

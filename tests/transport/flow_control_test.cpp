@@ -166,6 +166,56 @@ TEST_CASE("a client that keeps up never pauses its stream") {
   CHECK(eventually([&] { return stats->queued_bytes == 0; }));
 }
 
+TEST_CASE("a client that reads nothing for the write timeout is dropped as gone") {
+  io_thread io;
+  auto stats = std::make_shared<client_flow_stats>();
+  std::shared_ptr<pump> producer;
+  std::shared_ptr<reply_channel> reply;
+  std::promise<void> disconnected;
+  std::mutex mx;
+  server_options opts;
+  opts.use_strands = false;
+  opts.stream_buffer_bytes = 256 * 1024;
+  opts.flow_stats = stats;
+  opts.write_timeout = 200ms;
+  http_server server{io.ioc, opts,
+                     [&](request&&, inbound_status, std::shared_ptr<reply_channel> r) {
+                       std::lock_guard guard{mx};
+                       reply = r;
+                       reply->on_disconnect([&] { disconnected.set_value(); });
+                       producer = std::make_shared<pump>(io.ioc, std::move(r), 2048);
+                       producer->start();
+                     }};
+  REQUIRE_FALSE(server.start());
+
+  net::io_context client_ioc;
+  tcp::socket sock{client_ioc};
+  sock.open(tcp::v4());
+  sock.set_option(net::socket_base::receive_buffer_size(16 * 1024));
+  sock.connect({net::ip::make_address("127.0.0.1"), server.port()});
+  net::write(sock, net::buffer(std::string{"GET /s HTTP/1.1\r\nHost: x\r\n\r\n"}));
+
+  // The client reads nothing: once the buffers are full its writes make no progress, and the
+  // connection gives it up as if it had left.
+  REQUIRE(disconnected.get_future().wait_for(10s) == std::future_status::ready);
+  CHECK(stats->write_timeouts == 1);
+  {
+    std::lock_guard guard{mx};
+    CHECK(reply->stopped_reading());
+    CHECK(producer->produced < 2048);
+  }
+  CHECK(eventually([&] { return stats->paused == 0 && stats->queued_bytes == 0; }));
+
+  // What the client reads now is cut short: the connection was reset, the stream never ends.
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(boost::none);
+  boost::system::error_code ec;
+  http::read(sock, buffer, parser, ec);
+  CHECK(ec);
+  CHECK_FALSE(parser.is_done());
+}
+
 // -- the worker's side: a paused exchange reads nothing until resumed --
 
 namespace {
