@@ -1,12 +1,12 @@
 #include "actors/worker_proxy.hpp"
 
+#include "transport/collect_sink.hpp"
+
 #include <caf/typed_event_based_actor.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <unordered_map>
-
-#include "transport/collect_sink.hpp"
 
 namespace troupe::actors {
 
@@ -47,10 +47,10 @@ struct worker_proxy_state {
   bool models_known = false;
   std::vector<std::string> models;
   bool check_running = false;
-  unsigned checks_passed = 0; ///< Consecutive.
-  unsigned checks_failed = 0; ///< Consecutive.
-  unsigned cb_failures = 0;   ///< Consecutive failed requests.
-  unsigned cb_successes = 0;  ///< Consecutive successes while half-open.
+  unsigned checks_passed = 0;      ///< Consecutive.
+  unsigned checks_failed = 0;      ///< Consecutive.
+  unsigned cb_failures = 0;        ///< Consecutive failed requests.
+  unsigned cb_successes = 0;       ///< Consecutive successes while half-open.
   std::uint64_t cb_generation = 0; ///< Ignores stale half-open timers.
 };
 
@@ -73,17 +73,17 @@ transport::header_list auth_headers(const protocol::worker_spec& spec) {
 
 bool is_failure(const exchange_result& r) {
   switch (r.status) {
-    case exchange_status::connect_failed:
-    case exchange_status::broken:
-    case exchange_status::timeout:
-      return true;
-    case exchange_status::ok:
-      return r.http_status >= 500;
-    case exchange_status::rejected:
-      // Refused by a size limit: the worker's fault only when it was answering an error.
-      return r.http_status >= 500;
-    case exchange_status::cancelled:
-      return false;
+  case exchange_status::connect_failed:
+  case exchange_status::broken:
+  case exchange_status::timeout:
+    return true;
+  case exchange_status::ok:
+    return r.http_status >= 500;
+  case exchange_status::rejected:
+    // Refused by a size limit: the worker's fault only when it was answering an error.
+    return r.http_status >= 500;
+  case exchange_status::cancelled:
+    return false;
   }
   return false;
 }
@@ -161,34 +161,32 @@ void discover_models(self_ptr self) {
   auto listing = st.spec.spec.provider == protocol::provider_kind::anthropic
                      ? std::string{"/v1/models?limit=1000"}
                      : std::string{"/v1/models"};
-  start_probe(self, listing,
-              [self, finish](const exchange_result& r, transport::collect_sink& sink) {
-                auto models = std::vector<std::string>{};
-                if (r.status == exchange_status::ok && sink.status() / 100 == 2) {
-                  models = protocol::models_from_listing(
-                      nlohmann::json::parse(sink.body(), nullptr, false));
-                }
-                if (!models.empty()) {
-                  return finish(std::move(models));
-                }
-                if (self->state.spec.spec.provider != protocol::provider_kind::none) {
-                  return record_check(self, false, "model listing: " + describe(r, sink));
-                }
-                start_probe(self, "/get_model_info",
-                            [self, finish](const exchange_result& r2,
-                                           transport::collect_sink& sink2) {
-                              auto models = std::vector<std::string>{};
-                              if (r2.status == exchange_status::ok && sink2.status() / 100 == 2) {
-                                models = protocol::models_from_listing(
-                                    nlohmann::json::parse(sink2.body(), nullptr, false));
-                              }
-                              if (models.empty()) {
-                                return record_check(self, false,
-                                                    "model discovery: " + describe(r2, sink2));
-                              }
-                              finish(std::move(models));
-                            });
-              });
+  start_probe(
+      self, listing, [self, finish](const exchange_result& r, transport::collect_sink& sink) {
+        auto models = std::vector<std::string>{};
+        if (r.status == exchange_status::ok && sink.status() / 100 == 2) {
+          models =
+              protocol::models_from_listing(nlohmann::json::parse(sink.body(), nullptr, false));
+        }
+        if (!models.empty()) {
+          return finish(std::move(models));
+        }
+        if (self->state.spec.spec.provider != protocol::provider_kind::none) {
+          return record_check(self, false, "model listing: " + describe(r, sink));
+        }
+        start_probe(self, "/get_model_info",
+                    [self, finish](const exchange_result& r2, transport::collect_sink& sink2) {
+                      auto models = std::vector<std::string>{};
+                      if (r2.status == exchange_status::ok && sink2.status() / 100 == 2) {
+                        models = protocol::models_from_listing(
+                            nlohmann::json::parse(sink2.body(), nullptr, false));
+                      }
+                      if (models.empty()) {
+                        return record_check(self, false, "model discovery: " + describe(r2, sink2));
+                      }
+                      finish(std::move(models));
+                    });
+      });
   (void)st;
 }
 
@@ -208,8 +206,7 @@ void check_health(self_ptr self) {
     // probe 401/403: it is up; whether a client's key is good is that client's business.
     bool passthrough_denied = spec.provider != protocol::provider_kind::none &&
                               spec.api_key.empty() && (status == 401 || status == 403);
-    record_check(self,
-                 r.status == exchange_status::ok && (status / 100 == 2 || passthrough_denied),
+    record_check(self, r.status == exchange_status::ok && (status / 100 == 2 || passthrough_denied),
                  describe(r, sink));
   });
 }
@@ -232,8 +229,9 @@ void record_outcome(self_ptr self, const exchange_result& r) {
     st.live->failures.fetch_add(1, std::memory_order_relaxed);
     st.cb_successes = 0;
     ++st.cb_failures;
-    if (state == breaker_state::half_open ||
-        (state == breaker_state::closed && st.cb_failures >= st.cfg.cb_failure_threshold)) {
+    if (st.cfg.cb_enabled &&
+        (state == breaker_state::half_open ||
+         (state == breaker_state::closed && st.cb_failures >= st.cfg.cb_failure_threshold))) {
       st.live->breaker.store(breaker_state::open);
       spdlog::warn("worker {} ({}): circuit breaker open after {} failures (last: {} {})", st.id,
                    st.spec.spec.url, st.cb_failures, to_string(r.status), r.detail);
@@ -285,8 +283,7 @@ void maybe_quit(self_ptr self) {
 worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_context* ioc,
                                                std::string id, protocol::checked_spec spec,
                                                std::shared_ptr<worker_live> live,
-                                               worker_listener listener,
-                                               worker_proxy_config cfg) {
+                                               worker_listener listener, worker_proxy_config cfg) {
   auto& st = self->state;
   st.id = std::move(id);
   std::shared_ptr<boost::asio::ssl::context> tls;
@@ -382,24 +379,24 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
 
 std::string_view to_string(health_state s) noexcept {
   switch (s) {
-    case health_state::unknown:
-      return "unknown";
-    case health_state::healthy:
-      return "healthy";
-    case health_state::unhealthy:
-      return "unhealthy";
+  case health_state::unknown:
+    return "unknown";
+  case health_state::healthy:
+    return "healthy";
+  case health_state::unhealthy:
+    return "unhealthy";
   }
   return "unknown";
 }
 
 std::string_view to_string(breaker_state s) noexcept {
   switch (s) {
-    case breaker_state::closed:
-      return "closed";
-    case breaker_state::open:
-      return "open";
-    case breaker_state::half_open:
-      return "half_open";
+  case breaker_state::closed:
+    return "closed";
+  case breaker_state::open:
+    return "open";
+  case breaker_state::half_open:
+    return "half_open";
   }
   return "closed";
 }

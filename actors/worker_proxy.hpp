@@ -1,16 +1,16 @@
 #pragma once
 
+#include "actors/messages.hpp"
+#include "actors/worker_live.hpp"
+#include "protocol/worker.hpp"
+#include "transport/tls.hpp"
+
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "actors/messages.hpp"
-#include "actors/worker_live.hpp"
-#include "transport/tls.hpp"
-#include "protocol/worker.hpp"
 
 namespace troupe::actors {
 
@@ -41,14 +41,15 @@ using worker_proxy_actor = caf::typed_actor<
 struct worker_proxy_config {
   std::chrono::milliseconds health_interval{std::chrono::seconds{60}}; ///< Between checks.
   std::chrono::milliseconds health_timeout{std::chrono::seconds{5}};   ///< Per check.
-  std::string health_endpoint = "/health";  ///< Path probed on self-hosted workers.
-  unsigned health_failure_threshold = 3;    ///< Failed checks before unhealthy.
-  unsigned health_success_threshold = 2;    ///< Passed checks before healthy again.
-  unsigned cb_failure_threshold = 10;       ///< Consecutive failed requests that open the breaker.
-  unsigned cb_success_threshold = 3;        ///< Successes in half-open that close it.
+  std::string health_endpoint = "/health"; ///< Path probed on self-hosted workers.
+  unsigned health_failure_threshold = 3;   ///< Failed checks before unhealthy.
+  unsigned health_success_threshold = 2;   ///< Passed checks before healthy again.
+  bool cb_enabled = true;                  ///< False: the breaker never opens.
+  unsigned cb_failure_threshold = 10;      ///< Consecutive failed requests that open the breaker.
+  unsigned cb_success_threshold = 3;       ///< Successes in half-open that close it.
   std::chrono::milliseconds cb_timeout{std::chrono::seconds{60}}; ///< Open before half-open.
-  std::size_t max_idle_connections = 256;   ///< Idle keep-alive connections kept per worker.
-  bool use_strands = true;                  ///< False with one io thread (see upstream_pool).
+  std::size_t max_idle_connections = 256; ///< Idle keep-alive connections kept per worker.
+  bool use_strands = true;                ///< False with one io thread (see upstream_pool).
   /// TLS client context of `https` workers (system trust store plus `--upstream-ca-file`);
   /// made with the defaults when unset.
   std::shared_ptr<boost::asio::ssl::context> tls;

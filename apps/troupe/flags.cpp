@@ -209,6 +209,9 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--cb-timeout-duration-secs", cb_timeout,
                  "How long an open breaker stays open before probing")
       ->check(CLI::PositiveNumber);
+  bool disable_breaker = false;
+  app.add_flag("--disable-circuit-breaker", disable_breaker,
+               "Never take a worker out of rotation for failed requests (health checks still do)");
 
   // -- observability --
   app.add_option("--prometheus-host", cfg.prometheus_host, "Address of the metrics listener");
@@ -303,6 +306,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   w.health_interval = secs(health_interval);
   w.health_timeout = secs(health_timeout);
   w.cb_timeout = secs(cb_timeout);
+  w.cb_enabled = !disable_breaker;
   return cfg;
 }
 

@@ -166,6 +166,32 @@ class RetryOnStatusTest(ProcessTestCase):
         self.assertEqual(len(self.a.requests("POST")) + len(self.b.requests("POST")), 1)
 
 
+class BreakerFlagTest(ProcessTestCase):
+    """--disable-circuit-breaker: failures still count, the worker stays in rotation."""
+
+    def run_failures(self, *flags):
+        stub = StubWorker(model=MODEL, status=500)
+        self.addCleanup(stub.stop)
+        gw = self.gateway("--cb-failure-threshold", 1, "--disable-retries", *flags,
+                          workers=[stub])
+        statuses = [chat(gw).status for _ in range(3)]
+        return gw, stub, statuses
+
+    def test_the_breaker_opens_without_the_flag(self):
+        gw, stub, statuses = self.run_failures()
+        self.assertEqual(statuses[0], 500)
+        self.assertEqual(statuses[1:], [503, 503])  # no routable worker
+        self.assertEqual(len(stub.requests("POST")), 1)
+        self.assertEqual(gw.workers()[0]["circuit_breaker"], "open")
+
+    def test_with_the_flag_it_never_opens(self):
+        gw, stub, statuses = self.run_failures("--disable-circuit-breaker")
+        self.assertEqual(statuses, [500, 500, 500])
+        self.assertEqual(len(stub.requests("POST")), 3)
+        w = gw.workers()[0]
+        self.assertEqual((w["circuit_breaker"], w["failures_total"]), ("closed", 3))
+
+
 class RetryFlagsTest(unittest.TestCase):
     def test_bad_values_stop_start_up(self):
         assert_each_refused(self, ["--retry-jitter-factor", "2"],
