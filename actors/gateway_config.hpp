@@ -73,6 +73,10 @@ struct gateway_config {
   std::uint16_t prometheus_port = 29000;
   std::string log_level = "info";
   bool log_json = false;
+  /// Headers a client's request id is taken from, the first one set (smg's defaults); the id
+  /// goes on to the worker and back to the client as `x-request-id`.
+  std::vector<std::string> request_id_headers{"x-request-id", "x-correlation-id", "x-trace-id",
+                                              "request-id"};
 
   // -- worker proxies --
   worker_proxy_config worker;

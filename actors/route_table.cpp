@@ -1,9 +1,9 @@
 #include "actors/route_table.hpp"
 
-#include <random>
-
 #include "actors/metered_reply.hpp"
 #include "actors/relay_sink.hpp"
+
+#include <random>
 
 namespace troupe::actors {
 
@@ -13,8 +13,7 @@ namespace {
 
 /// The non-empty segments of `path`, as `T` (`std::string` for patterns, `std::string_view`
 /// into the request target for lookups: no allocation per request).
-template <class T = std::string>
-std::vector<T> split_path(std::string_view path) {
+template <class T = std::string> std::vector<T> split_path(std::string_view path) {
   std::vector<T> out;
   std::size_t i = 0;
   while (i < path.size()) {
@@ -59,8 +58,7 @@ void http_context::json(unsigned status, std::string body) const {
   reply->respond(std::move(res));
 }
 
-void http_context::error(protocol::error_code code, std::string message,
-                         std::string param) const {
+void http_context::error(protocol::error_code code, std::string message, std::string param) const {
   reply->respond(make_error_response({code, std::move(message), std::move(param)}, format,
                                      request_id, req.version()));
 }
@@ -121,18 +119,25 @@ std::string new_request_id() {
   return buf;
 }
 
+/// The request id the client gave in the first of `headers` it set (1 to 128 bytes), or a
+/// fresh one.
+std::string request_id_of(const transport::request& req, const std::vector<std::string>& headers) {
+  for (auto& name : headers) {
+    if (auto it = req.find(name);
+        it != req.end() && !it->value().empty() && it->value().size() <= 128) {
+      return std::string(it->value());
+    }
+  }
+  return new_request_id();
+}
+
 transport::request_handler make_front(services_ptr svc, std::shared_ptr<const route_table> routes) {
-  return [svc = std::move(svc), routes = std::move(routes)](
-             transport::request&& req, transport::inbound_status status,
-             std::shared_ptr<transport::reply_channel> reply) {
+  return [svc = std::move(svc),
+          routes = std::move(routes)](transport::request&& req, transport::inbound_status status,
+                                      std::shared_ptr<transport::reply_channel> reply) {
     http_context ctx;
     ctx.received = std::chrono::steady_clock::now();
-    if (auto it = req.find("x-request-id"); it != req.end() && !it->value().empty() &&
-                                           it->value().size() <= 128) {
-      ctx.request_id = std::string(it->value());
-    } else {
-      ctx.request_id = new_request_id();
-    }
+    ctx.request_id = request_id_of(req, svc->cfg.request_id_headers);
     auto target = std::string_view{req.target()};
     auto path = target.substr(0, target.find('?'));
     auto m = routes->find(req.method(), path);
@@ -153,21 +158,20 @@ transport::request_handler make_front(services_ptr svc, std::shared_ptr<const ro
     }
     ctx.req = std::move(req);
     if (!m.path_known) {
-      return ctx.error(protocol::error_code::not_found,
-                       "no route for " + std::string(ctx.req.method_string()) + " " +
-                           std::string(path));
+      return ctx.error(protocol::error_code::not_found, "no route for " +
+                                                            std::string(ctx.req.method_string()) +
+                                                            " " + std::string(path));
     }
     if (!m.public_route && !svc->cfg.api_key.empty() && !carries_key(ctx.req, svc->cfg.api_key)) {
       return ctx.error(protocol::error_code::unauthorized,
                        "missing or invalid API key (send Authorization: Bearer <key>)");
     }
     if (!m.handler) {
-      auto res = make_error_response(
-          {protocol::error_code::method_not_allowed,
-           std::string(ctx.req.method_string()) + " is not allowed on " + std::string(path) +
-               " (allowed: " + m.allowed + ")",
-           {}},
-          ctx.format, ctx.request_id, ctx.req.version());
+      auto res = make_error_response({protocol::error_code::method_not_allowed,
+                                      std::string(ctx.req.method_string()) + " is not allowed on " +
+                                          std::string(path) + " (allowed: " + m.allowed + ")",
+                                      {}},
+                                     ctx.format, ctx.request_id, ctx.req.version());
       res.set(http::field::allow, m.allowed);
       return ctx.reply->respond(std::move(res));
     }

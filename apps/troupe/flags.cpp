@@ -219,6 +219,9 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--log-level", cfg.log_level, "Log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--log-json", cfg.log_json, "Log one JSON object per line");
+  app.add_option("--request-id-headers", cfg.request_id_headers,
+                 "Headers a client's request id is taken from, the first one set")
+      ->expected(1, -1);
 
   // -- cluster --
   app.add_option("--node-name", cfg.node_name,

@@ -133,6 +133,27 @@ class DataPlaneTest(ProcessTestCase):
         self.assertRegex(rid, r"^[0-9a-f]{32}$")
         self.assertEqual(data_plane_requests(self.worker)[0]["headers"]["x-request-id"], rid)
 
+    def test_a_request_id_from_the_default_headers_in_their_order(self):
+        body = {"model": MODEL, "prompt": "x", "max_tokens": 1}
+        for headers, want in (({"X-Correlation-Id": "corr-1"}, "corr-1"),
+                              ({"x-trace-id": "trace-1", "request-id": "req-1"}, "trace-1"),
+                              ({"request-id": "req-2", "x-request-id": "xrid-2"}, "xrid-2")):
+            with self.subTest(headers=headers):
+                self.worker.clear()
+                r = post(self.gw.url + "/v1/completions", body, headers=headers)
+                self.assertEqual(r.headers["x-request-id"], want)
+                seen = data_plane_requests(self.worker)[0]["headers"]
+                self.assertEqual(seen["x-request-id"], want)
+        self.assertIn("[trace-1]", self.gw.output())
+
+    def test_request_id_headers_replace_the_defaults(self):
+        gw = self.gateway("--request-id-headers", "my-id", "other-id", workers=[self.worker])
+        body = {"model": MODEL, "prompt": "x", "max_tokens": 1}
+        r = post(gw.url + "/v1/completions", body, headers={"Other-Id": "o-1"})
+        self.assertEqual(r.headers["x-request-id"], "o-1")
+        r = post(gw.url + "/v1/completions", body, headers={"x-request-id": "ignored"})
+        self.assertRegex(r.headers["x-request-id"], r"^[0-9a-f]{32}$")
+
 
 class PolicyTest(ProcessTestCase):
     def fleet(self, policy):
