@@ -45,8 +45,11 @@ int main(int argc, char** argv) {
         cl->start();
       }
     } catch (const std::exception& e) {
+      // Exit at once and non-zero (a supervisor must see the failure): the actors already
+      // started are not waited for, as none of them has any work yet.
       spdlog::critical("{}", e.what());
       scheduler.hand_back();
+      sys.await_actors_before_shutdown(false);
       return 1;
     }
     boost::asio::signal_set signals{ioc, SIGINT, SIGTERM};

@@ -166,6 +166,26 @@ class Process:
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
+    def start_on(self, port, args_for, name, ready_line, ready_also=None, attempts=3):
+        """Starts `args_for(port)` and waits for its own log to say it listens on the port.
+        A port from `free_port()` may be taken by another test's process before this one
+        binds it: then (the process exits) it starts again on a fresh port. Only a process's
+        own log line proves the port is its own: a health probe could reach the other one."""
+        for attempt in range(attempts):
+            self.port = port or free_port()
+            Process.__init__(self, args_for(self.port), f"{name}-{self.port}")
+            mine = f"127.0.0.1:{self.port}"
+
+            def started():
+                out = self.output()
+                ok = any(ready_line in l and mine in l for l in out.splitlines())
+                return (ok and (ready_also is None or ready_also in out)) or not self.alive()
+            wait_until(started, 10, what=f"{name} listening on {self.port}")
+            if self.alive():
+                return
+            if port or attempt == attempts - 1:
+                raise AssertionError(f"{name} exited:\n{self.output()}")
+
     def alive(self):
         return self.proc.poll() is None
 
@@ -196,16 +216,16 @@ class Sim(Process):
 
     def __init__(self, *flags, port=None, model="sim-model", zero_latency=True, role=None,
                  bootstrap_port=None):
-        self.port = port or free_port()
-        args = [SIM_BIN, "--port", str(self.port), "--model-id", model]
-        if zero_latency:
-            args += ["--ttft-base-ms", "0", "--prefill-us-per-token", "0", "--itl-ms", "0"]
-        if role:
-            args += ["--role", role]
-        if bootstrap_port:
-            args += ["--bootstrap-port", str(bootstrap_port)]
-        args += [str(f) for f in flags]
-        super().__init__(args, f"sim-{self.port}")
+        def args_for(p):
+            args = [SIM_BIN, "--port", str(p), "--model-id", model]
+            if zero_latency:
+                args += ["--ttft-base-ms", "0", "--prefill-us-per-token", "0", "--itl-ms", "0"]
+            if role:
+                args += ["--role", role]
+            if bootstrap_port:
+                args += ["--bootstrap-port", str(bootstrap_port)]
+            return args + [str(f) for f in flags]
+        self.start_on(port, args_for, "sim", f"serving {model} as a")
         self.url = f"http://127.0.0.1:{self.port}"
         self.model = model
         self.bootstrap_port = bootstrap_port
@@ -232,16 +252,16 @@ class Gateway(Process):
     """A troupe node."""
 
     def __init__(self, *flags, workers=(), port=None, wait_ready=True, api_key=None):
-        self.port = port or free_port()
-        self.metrics_port = free_port()
-        args = [TROUPE_BIN, "--host", "127.0.0.1", "--port", str(self.port),
-                "--prometheus-port", str(self.metrics_port), "--log-level", "debug"]
-        if workers:
-            args += ["--worker-urls"] + [w.url if hasattr(w, "url") else w for w in workers]
-        if api_key:
-            args += ["--api-key", api_key]
-        args += [str(f) for f in flags]
-        super().__init__(args, f"troupe-{self.port}")
+        def args_for(p):
+            self.metrics_port = free_port()
+            args = [TROUPE_BIN, "--host", "127.0.0.1", "--port", str(p),
+                    "--prometheus-port", str(self.metrics_port), "--log-level", "debug"]
+            if workers:
+                args += ["--worker-urls"] + [w.url if hasattr(w, "url") else w for w in workers]
+            if api_key:
+                args += ["--api-key", api_key]
+            return args + [str(f) for f in flags]
+        self.start_on(port, args_for, "troupe", "troupe listening on", ready_also="metrics on")
         self.url = f"http://127.0.0.1:{self.port}"
         self.api_key = api_key
         wait_until(lambda: get(self.url + "/liveness", timeout=1).status == 200 or not self.alive(),

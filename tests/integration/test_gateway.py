@@ -7,12 +7,13 @@ bad inputs, client disconnects and workers dying mid-stream.
 
 import json
 import socket
+import subprocess
 import threading
 import time
 import unittest
 
-from harness import (Gateway, ProcessTestCase, Sim, Stream, delete, get, post, request,
-                     sse_data, sse_name, wait_until)
+from harness import (TROUPE_BIN, Gateway, ProcessTestCase, Sim, Stream, delete, get, post,
+                     request, sse_data, sse_name, wait_until)
 
 MODEL = "sim-model"
 
@@ -153,6 +154,22 @@ class DataPlaneTest(ProcessTestCase):
         self.assertEqual(r.headers["x-request-id"], "o-1")
         r = post(gw.url + "/v1/completions", body, headers={"x-request-id": "ignored"})
         self.assertRegex(r.headers["x-request-id"], r"^[0-9a-f]{32}$")
+
+
+class StartupTest(unittest.TestCase):
+    def test_a_port_in_use_stops_start_up_with_an_error(self):
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        self.addCleanup(busy.close)
+        port = busy.getsockname()[1]
+        for flags, what in ((["--port", port, "--prometheus-port", 0], "cannot listen"),
+                            (["--port", 0, "--prometheus-port", port], "cannot serve metrics")):
+            with self.subTest(what=what):
+                p = subprocess.run([TROUPE_BIN, "--host", "127.0.0.1", *map(str, flags)],
+                                   capture_output=True, text=True, timeout=10)
+                self.assertEqual(p.returncode, 1, p)
+                self.assertIn(f"{what} on 127.0.0.1:{port}", p.stdout + p.stderr)
 
 
 class PolicyTest(ProcessTestCase):
