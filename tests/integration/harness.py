@@ -7,6 +7,7 @@ TROUPE_BIN and TROUPE_SIM_BIN) or from ./build/apps.
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,8 +22,31 @@ SIM_BIN = os.environ.get(
     "TROUPE_SIM_BIN", os.path.join(ROOT, "build", "apps", "troupe-sim", "troupe-sim"))
 
 
+def _ephemeral_start():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PORTS = random.Random()
+
+
 def free_port():
-    """A TCP port nobody listens on right now."""
+    """A TCP port nobody uses right now. Picked at random below the kernel's ephemeral range:
+    ports there are never handed out by the kernel, neither to another test's bind(0) nor as
+    the local port of an outgoing connection, either of which could take the port before the
+    process it is meant for binds it (Process.start_on still copes if that happens)."""
+    top = _ephemeral_start() - 1
+    for _ in range(100):
+        port = _PORTS.randint(max(1024, top - 12000), top)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
