@@ -88,6 +88,16 @@ private:
   bool ended_ = false;
 };
 
+/// A client with a small receive buffer that has asked for `GET /s`, and reads nothing yet.
+tcp::socket small_window_client(net::io_context& ioc, unsigned short port) {
+  tcp::socket sock{ioc};
+  sock.open(tcp::v4());
+  sock.set_option(net::socket_base::receive_buffer_size(16 * 1024));
+  sock.connect({net::ip::make_address("127.0.0.1"), port});
+  net::write(sock, net::buffer(std::string{"GET /s HTTP/1.1\r\nHost: x\r\n\r\n"}));
+  return sock;
+}
+
 } // namespace
 
 TEST_CASE("a client that stops reading pauses the producer of its stream until it reads again") {
@@ -111,11 +121,7 @@ TEST_CASE("a client that stops reading pauses the producer of its stream until i
   REQUIRE_FALSE(server.start());
 
   net::io_context client_ioc;
-  tcp::socket sock{client_ioc};
-  sock.open(tcp::v4());
-  sock.set_option(net::socket_base::receive_buffer_size(16 * 1024));
-  sock.connect({net::ip::make_address("127.0.0.1"), server.port()});
-  net::write(sock, net::buffer(std::string{"GET /s HTTP/1.1\r\nHost: x\r\n\r\n"}));
+  auto sock = small_window_client(client_ioc, server.port());
 
   // The client reads nothing: once the socket buffers are full, the queue passes the mark and
   // the producer stays paused, far from the end of its stream.
@@ -189,11 +195,7 @@ TEST_CASE("a client that reads nothing for the write timeout is dropped as gone"
   REQUIRE_FALSE(server.start());
 
   net::io_context client_ioc;
-  tcp::socket sock{client_ioc};
-  sock.open(tcp::v4());
-  sock.set_option(net::socket_base::receive_buffer_size(16 * 1024));
-  sock.connect({net::ip::make_address("127.0.0.1"), server.port()});
-  net::write(sock, net::buffer(std::string{"GET /s HTTP/1.1\r\nHost: x\r\n\r\n"}));
+  auto sock = small_window_client(client_ioc, server.port());
 
   // The client reads nothing: once the buffers are full its writes make no progress, and the
   // connection gives it up as if it had left.
