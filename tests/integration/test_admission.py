@@ -191,14 +191,16 @@ class RateLimitTest(ProcessTestCase):
         self.addCleanup(self.stub.stop)
 
     def test_a_burst_goes_at_once_and_the_next_waits_for_its_token(self):
-        gw = self.gateway("--max-concurrent-requests", 3, "--rate-limit-tokens-per-second", 2,
+        # A token every 2 s: the margin that keeps this test exact on a loaded machine (the
+        # three first requests and the checks below take far less).
+        gw = self.gateway("--max-concurrent-requests", 3, "--rate-limit-tokens-per-second", 0.5,
                           "--queue-size", 5, workers=[self.stub])
         for _ in range(3):
             self.assertEqual(chat(gw).status, 200)
         m = admission(gw)
-        self.assertEqual(m["troupe_admission_limit{kind=rate}"], 2, m)
+        self.assertEqual(m["troupe_admission_limit{kind=rate}"], 0.5, m)
         self.assertLess(m["troupe_admission_rate_tokens"], 1, m)
-        # The slots are free, the bucket is empty: the fourth waits (a token every 0.5 s).
+        # The slots are free, the bucket is empty: the fourth waits for the next token.
         fourth = Background(chat, gw)
         wait_until(lambda: queued(gw), 5, what="the fourth request queued")
         self.assertEqual(len(self.stub.requests("POST")), 3)
@@ -208,7 +210,7 @@ class RateLimitTest(ProcessTestCase):
         self.assertEqual(m["troupe_admission_admitted_total{path=immediate}"], 3, m)
         self.assertEqual(m["troupe_admission_admitted_total{path=queued}"], 1, m)
         self.assertEqual(m["troupe_admission_queue_wait_seconds_count"], 1, m)
-        # It waited for a token: at most half a second (plus scheduling), more than nothing.
+        # It waited for its token: up to 2 s, more than nothing.
         self.assertGreater(m["troupe_admission_queue_wait_seconds_sum"], 0.05, m)
         wait_until(lambda: not tracked(gw), 5, what="no request tracked")
         self.assertEqual(admission(gw)["troupe_admission_active"], 0)
