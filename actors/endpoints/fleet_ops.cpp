@@ -1,7 +1,6 @@
 // smg's cache and load utilities: `POST /flush_cache` and `GET /get_loads` send one call to
 // every self-hosted worker at once, through its proxy, and join the answers into one.
 
-#include "actors/ask.hpp"
 #include "actors/endpoints/endpoints.hpp"
 #include "actors/errors.hpp"
 #include "actors/fleet.hpp"
@@ -9,7 +8,7 @@
 #include "actors/upstream_headers.hpp"
 #include "transport/collect_sink.hpp"
 
-#include <mutex>
+#include <caf/event_based_actor.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -45,61 +44,49 @@ struct worker_answer {
 /// Joins the answers; called once, with every worker's, in fleet order.
 using join_fn = std::function<void(std::vector<worker_answer>&)>;
 
-/// The answers of a fan-out in progress. Answers arrive on actor threads.
-struct fan_out_state {
-  std::mutex mx;
-  std::vector<worker_answer> answers;
-  std::size_t pending = 0;
-  join_fn join;
-
-  /// Records the answer of worker `i`; the last one joins them all.
-  void arrive(std::size_t i, transport::exchange_result r) {
-    std::unique_lock lock{mx};
-    answers[i].result = std::move(r);
-    if (--pending == 0) {
-      lock.unlock();
-      join(answers);
-    }
-  }
-};
-
 /// Sends `method target` (no body) to every self-hosted worker of the fleet at once, each
 /// bounded by the health-check timeout, and calls `join` with all the answers. External
-/// providers are left out: they have no such routes.
+/// providers are left out: they have no such routes. One short-lived actor asks every proxy
+/// and collects the answers, one message at a time: no lock, one spawn per call.
 void fan_out(const http_context& ctx, verb method, std::string target, join_fn join) {
   auto fleet = ctx.svc->fleet->get();
-  auto st = std::make_shared<fan_out_state>();
-  st->join = std::move(join);
+  auto answers = std::make_shared<std::vector<worker_answer>>();
   for (auto& w : fleet->workers) {
     if (w->spec.provider == protocol::provider_kind::none) {
-      st->answers.push_back({w, {}, std::make_shared<transport::collect_sink>(answer_limit)});
+      answers->push_back({w, {}, std::make_shared<transport::collect_sink>(answer_limit)});
     }
   }
-  st->pending = st->answers.size();
-  if (st->pending == 0) {
-    return st->join(st->answers);
+  if (answers->empty()) {
+    return join(*answers);
   }
   auto deadline = std::chrono::steady_clock::now() + ctx.svc->cfg.worker.health_timeout;
-  // Every call is set out before any answer can arrive: `answers` is not resized from here on.
-  for (std::size_t i = 0; i < st->answers.size(); ++i) {
-    auto& a = st->answers[i];
-    transport::upstream_call call;
-    call.method = method;
-    call.target = target;
-    call.headers = upstream_headers(ctx.req, *a.worker, ctx.request_id, ctx.svc->cfg.api_key);
-    call.deadline = deadline;
-    dispatch_order order{next_order_id(), std::move(call), a.sink};
-    ask(
-        ctx.svc->sys, a.worker->proxy,
-        [st, i](transport::exchange_result& r) { st->arrive(i, std::move(r)); },
-        [st, i](caf::error& e) {
-          transport::exchange_result r;
-          r.status = transport::exchange_status::connect_failed;
-          r.detail = caf::to_string(e);
-          st->arrive(i, std::move(r));
-        },
-        dispatch_atom_v, std::move(order));
-  }
+  ctx.svc->sys.spawn([ctx, method, target = std::move(target), join = std::move(join), answers,
+                      deadline](caf::event_based_actor* self) {
+    auto pending = std::make_shared<std::size_t>(answers->size());
+    auto arrive = [join, answers, pending](std::size_t i, transport::exchange_result r) {
+      (*answers)[i].result = std::move(r);
+      if (--*pending == 0) {
+        join(*answers);
+      }
+    };
+    for (std::size_t i = 0; i < answers->size(); ++i) {
+      auto& a = (*answers)[i];
+      transport::upstream_call call;
+      call.method = method;
+      call.target = target;
+      call.headers = upstream_headers(ctx.req, *a.worker, ctx.request_id, ctx.svc->cfg.api_key);
+      call.deadline = deadline;
+      dispatch_order order{next_order_id(), std::move(call), a.sink};
+      self->request(a.worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
+          .then([arrive, i](transport::exchange_result& r) { arrive(i, std::move(r)); },
+                [arrive, i](caf::error& e) {
+                  transport::exchange_result r;
+                  r.status = transport::exchange_status::connect_failed;
+                  r.detail = caf::to_string(e);
+                  arrive(i, std::move(r));
+                });
+    }
+  });
 }
 
 /// `POST /flush_cache`: every worker empties its prefix cache. 200 when all did, 206 (smg's
