@@ -30,15 +30,15 @@ public:
 private:
   void run(caf::resumable* job) {
     switch (job->resume(this, throughput_)) {
-      case caf::resumable::resume_later:
-        exec_later(job);
-        break;
-      case caf::resumable::done:
-      case caf::resumable::awaiting_message:
-        intrusive_ptr_release(job);
-        break;
-      case caf::resumable::shutdown_execution_unit:
-        break;
+    case caf::resumable::resume_later:
+      exec_later(job);
+      break;
+    case caf::resumable::done:
+    case caf::resumable::awaiting_message:
+      intrusive_ptr_release(job);
+      break;
+    case caf::resumable::shutdown_execution_unit:
+      break;
     }
   }
 

@@ -22,8 +22,7 @@ protocol::error_code from_code(std::uint8_t c) {
 } // namespace
 
 caf::error to_caf_error(const protocol::api_error& err) {
-  return caf::error{to_code(err.code), category,
-                    caf::make_message(err.message, err.param)};
+  return caf::error{to_code(err.code), category, caf::make_message(err.message, err.param)};
 }
 
 caf::error make_caf_error(protocol::error_code code, std::string message) {
@@ -44,7 +43,8 @@ protocol::api_error to_api_error(const caf::error& err) {
   if (err.category() == caf::atom("system")) {
     auto code = static_cast<caf::sec>(err.code());
     if (code == caf::sec::request_receiver_down) {
-      return {protocol::error_code::bad_gateway, "the worker was removed while serving the request",
+      return {protocol::error_code::bad_gateway,
+              "the worker was removed while serving the request",
               {}};
     }
   }

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <caf/error.hpp>
-
 #include "protocol/error.hpp"
+
+#include <caf/error.hpp>
 
 namespace troupe::actors {
 

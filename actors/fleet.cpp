@@ -11,9 +11,8 @@ bool worker_entry::serves(std::string_view model) const {
 }
 
 nlohmann::json to_json(const worker_entry& w) {
-  auto registered = std::chrono::duration_cast<std::chrono::seconds>(
-                        w.registered_at.time_since_epoch())
-                        .count();
+  auto registered =
+      std::chrono::duration_cast<std::chrono::seconds>(w.registered_at.time_since_epoch()).count();
   return {
       {"id", w.id},
       {"url", w.spec.url},
@@ -55,15 +54,15 @@ model_service fleet_snapshot::service_of(std::string_view model) const {
     }
     out.known = true;
     switch (w->spec.type) {
-      case protocol::worker_type::regular:
-        out.regular = true;
-        break;
-      case protocol::worker_type::prefill:
-        prefill = true;
-        break;
-      case protocol::worker_type::decode:
-        decode = true;
-        break;
+    case protocol::worker_type::regular:
+      out.regular = true;
+      break;
+    case protocol::worker_type::prefill:
+      prefill = true;
+      break;
+    case protocol::worker_type::decode:
+      decode = true;
+      break;
     }
   }
   out.pd = prefill && decode;

@@ -1,5 +1,9 @@
 #pragma once
 
+#include "actors/worker_live.hpp"
+#include "actors/worker_proxy.hpp"
+#include "protocol/worker.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -9,10 +13,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "actors/worker_live.hpp"
-#include "actors/worker_proxy.hpp"
-#include "protocol/worker.hpp"
 
 namespace troupe::actors {
 
@@ -41,7 +41,7 @@ nlohmann::json to_json(const worker_entry& w);
 /// How a model is served, judged from the registered workers (health aside: a model whose
 /// workers are all down is still known, and answers 503 rather than 404).
 struct model_service {
-  bool known = false;  ///< Some worker serves it.
+  bool known = false;   ///< Some worker serves it.
   bool regular = false; ///< Some regular worker serves it.
   bool pd = false;      ///< Some prefill and some decode worker serve it.
 };

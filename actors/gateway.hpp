@@ -1,12 +1,12 @@
 #pragma once
 
+#include "actors/gateway_config.hpp"
+#include "actors/services.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <caf/actor_system.hpp>
 #include <functional>
 #include <memory>
-
-#include "actors/gateway_config.hpp"
-#include "actors/services.hpp"
 
 namespace troupe::actors {
 

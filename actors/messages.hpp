@@ -1,18 +1,18 @@
 #pragma once
 
+#include "protocol/type_ids.hpp"
+#include "transport/upstream_exchange.hpp"
+
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <cstdint>
 #include <memory>
-
-#include "protocol/type_ids.hpp"
-#include "transport/upstream_exchange.hpp"
 
 namespace troupe::actors {
 
 /// Work for a worker proxy: one upstream exchange whose response goes to `sink`.
 struct dispatch_order {
-  std::uint64_t id = 0;                          ///< Unique per node; `cancel_atom` names it.
-  transport::upstream_call call;                 ///< What to send.
+  std::uint64_t id = 0;                           ///< Unique per node; `cancel_atom` names it.
+  transport::upstream_call call;                  ///< What to send.
   std::shared_ptr<transport::response_sink> sink; ///< Where the response goes, as it arrives.
 };
 

@@ -1,15 +1,15 @@
 #pragma once
 
+#include "actors/services.hpp"
+#include "protocol/error.hpp"
+#include "transport/http_server.hpp"
+
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "actors/services.hpp"
-#include "protocol/error.hpp"
-#include "transport/http_server.hpp"
 
 namespace troupe::actors {
 
@@ -41,10 +41,10 @@ public:
   struct match {
     const endpoint_handler* handler = nullptr; ///< Null: no route for this method.
     protocol::api_format format = protocol::api_format::openai;
-    bool public_route = false;         ///< Served without the API key.
+    bool public_route = false;            ///< Served without the API key.
     const std::string* pattern = nullptr; ///< The matched route's pattern (a metric label).
-    bool path_known = false;           ///< Some method matches the path (else 404).
-    std::string allowed;               ///< Methods the path accepts, for 405's `Allow`.
+    bool path_known = false;              ///< Some method matches the path (else 404).
+    std::string allowed;                  ///< Methods the path accepts, for 405's `Allow`.
     std::vector<std::string> params;
   };
 

@@ -26,14 +26,14 @@ std::string_view to_string(breaker_state s) noexcept;
 /// The live state of one worker. Its proxy writes it; policies, endpoints and the cluster
 /// read it without asking (atomics: the hot path takes no message and no lock for it).
 struct worker_live {
-  std::atomic<int> in_flight{0};               ///< Requests this node has at the worker now.
+  std::atomic<int> in_flight{0}; ///< Requests this node has at the worker now.
   /// Requests the other cluster members have at the worker, as they last reported (the
   /// cluster node writes it; zero when the node runs alone).
   std::atomic<int> remote_in_flight{0};
   std::atomic<health_state> health{health_state::unknown};
   std::atomic<breaker_state> breaker{breaker_state::closed};
-  std::atomic<std::uint64_t> requests{0};      ///< Requests dispatched, ever.
-  std::atomic<std::uint64_t> failures{0};      ///< Requests that failed at the worker, ever.
+  std::atomic<std::uint64_t> requests{0}; ///< Requests dispatched, ever.
+  std::atomic<std::uint64_t> failures{0}; ///< Requests that failed at the worker, ever.
 
   /// True when a policy may pick the worker.
   bool routable() const noexcept {

@@ -35,15 +35,15 @@ const operation_info& info(operation o) noexcept {
 
 provider_kind api_provider(operation o) noexcept {
   switch (o) {
-    case op::messages:
-      return provider_kind::anthropic;
-    case op::generate:
-    case op::get_model_info:
-    case op::get_server_info:
-    case op::health_generate:
-      return provider_kind::none;
-    default:
-      return provider_kind::openai;
+  case op::messages:
+    return provider_kind::anthropic;
+  case op::generate:
+  case op::get_model_info:
+  case op::get_server_info:
+  case op::health_generate:
+    return provider_kind::none;
+  default:
+    return provider_kind::openai;
   }
 }
 

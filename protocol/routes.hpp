@@ -1,9 +1,9 @@
 #pragma once
 
-#include <string_view>
-
 #include "protocol/error.hpp"
 #include "protocol/worker.hpp"
+
+#include <string_view>
 
 namespace troupe::protocol {
 

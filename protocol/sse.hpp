@@ -11,8 +11,7 @@ class sse_framer {
 public:
   /// Appends `bytes` and calls `on_event(std::string_view)` for every event completed by them;
   /// the view includes the event's terminating blank line and is valid during the call only.
-  template <class F>
-  void feed(std::string_view bytes, F&& on_event) {
+  template <class F> void feed(std::string_view bytes, F&& on_event) {
     buf_.append(bytes);
     std::size_t start = 0;
     for (;;) {

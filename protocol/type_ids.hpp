@@ -4,6 +4,8 @@
 // Types that never leave the process (handles to sockets, shared snapshots) are allowed as
 // unsafe message types where they are declared instead (actors/messages.hpp).
 
+#include "protocol/worker.hpp"
+
 #include <caf/error.hpp>
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
@@ -12,42 +14,40 @@
 #include <string>
 #include <vector>
 
-#include "protocol/worker.hpp"
-
 CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
 
-  // -- atoms (verbs, at most 10 characters) --
+// -- atoms (verbs, at most 10 characters) --
 
-  CAF_ADD_ATOM(troupe, troupe, add_atom, "add")
-  CAF_ADD_ATOM(troupe, troupe, remove_atom, "remove")
-  CAF_ADD_ATOM(troupe, troupe, select_atom, "select")
-  CAF_ADD_ATOM(troupe, troupe, dispatch_atom, "dispatch")
-  CAF_ADD_ATOM(troupe, troupe, cancel_atom, "cancel")
-  CAF_ADD_ATOM(troupe, troupe, done_atom, "done")
-  CAF_ADD_ATOM(troupe, troupe, drain_atom, "drain")
-  CAF_ADD_ATOM(troupe, troupe, health_atom, "health")
-  CAF_ADD_ATOM(troupe, troupe, breaker_atom, "breaker")
-  CAF_ADD_ATOM(troupe, troupe, discover_atom, "discover")
-  CAF_ADD_ATOM(troupe, troupe, models_atom, "models")
-  CAF_ADD_ATOM(troupe, troupe, inspect_atom, "inspect")
-  CAF_ADD_ATOM(troupe, troupe, publish_atom, "publish")
-  CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
-  CAF_ADD_ATOM(troupe, troupe, list_atom, "list")
-  CAF_ADD_ATOM(troupe, troupe, refresh_atom, "refresh")
+CAF_ADD_ATOM(troupe, troupe, add_atom, "add")
+CAF_ADD_ATOM(troupe, troupe, remove_atom, "remove")
+CAF_ADD_ATOM(troupe, troupe, select_atom, "select")
+CAF_ADD_ATOM(troupe, troupe, dispatch_atom, "dispatch")
+CAF_ADD_ATOM(troupe, troupe, cancel_atom, "cancel")
+CAF_ADD_ATOM(troupe, troupe, done_atom, "done")
+CAF_ADD_ATOM(troupe, troupe, drain_atom, "drain")
+CAF_ADD_ATOM(troupe, troupe, health_atom, "health")
+CAF_ADD_ATOM(troupe, troupe, breaker_atom, "breaker")
+CAF_ADD_ATOM(troupe, troupe, discover_atom, "discover")
+CAF_ADD_ATOM(troupe, troupe, models_atom, "models")
+CAF_ADD_ATOM(troupe, troupe, inspect_atom, "inspect")
+CAF_ADD_ATOM(troupe, troupe, publish_atom, "publish")
+CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
+CAF_ADD_ATOM(troupe, troupe, list_atom, "list")
+CAF_ADD_ATOM(troupe, troupe, refresh_atom, "refresh")
 
-  // -- cluster (peers exchange only `gossip_atom` + msgpack bytes; see protocol/cluster_wire) --
+// -- cluster (peers exchange only `gossip_atom` + msgpack bytes; see protocol/cluster_wire) --
 
-  CAF_ADD_ATOM(troupe, troupe, gossip_atom, "gossip")
-  CAF_ADD_ATOM(troupe, troupe, merge_atom, "merge")
-  CAF_ADD_ATOM(troupe, troupe, records_atom, "records")
-  CAF_ADD_ATOM(troupe, troupe, changes_atom, "changes")
-  CAF_ADD_ATOM(troupe, troupe, subscribe_atom, "subscribe")
-  CAF_ADD_ATOM(troupe, troupe, tick_atom, "tick")
-  CAF_ADD_ATOM(troupe, troupe, persist_atom, "persist")
+CAF_ADD_ATOM(troupe, troupe, gossip_atom, "gossip")
+CAF_ADD_ATOM(troupe, troupe, merge_atom, "merge")
+CAF_ADD_ATOM(troupe, troupe, records_atom, "records")
+CAF_ADD_ATOM(troupe, troupe, changes_atom, "changes")
+CAF_ADD_ATOM(troupe, troupe, subscribe_atom, "subscribe")
+CAF_ADD_ATOM(troupe, troupe, tick_atom, "tick")
+CAF_ADD_ATOM(troupe, troupe, persist_atom, "persist")
 
-  // -- network types --
+// -- network types --
 
-  CAF_ADD_TYPE_ID(troupe, (troupe::protocol::worker_spec))
+CAF_ADD_TYPE_ID(troupe, (troupe::protocol::worker_spec))
 
 CAF_END_TYPE_ID_BLOCK(troupe)
 
@@ -55,8 +55,7 @@ namespace troupe::protocol {
 
 /// CAF 0.17 inspection of a worker spec (the api key travels: cluster links are trusted).
 /// Optional fields travel as 0 / empty, which are invalid values of theirs.
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, worker_spec& x) {
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, worker_spec& x) {
   auto type = static_cast<std::uint8_t>(x.type);
   auto provider = static_cast<std::uint8_t>(x.provider);
   std::uint16_t bootstrap_port = x.bootstrap_port.value_or(0);

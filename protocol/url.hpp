@@ -9,10 +9,10 @@ namespace troupe::protocol {
 
 /// An `http://` or `https://` base URL of a worker, split into what a client needs.
 struct base_url {
-  std::string scheme;    ///< `http` or `https`.
-  std::string host;      ///< Host name or address, without brackets.
+  std::string scheme;     ///< `http` or `https`.
+  std::string host;       ///< Host name or address, without brackets.
   std::uint16_t port = 0; ///< Explicit port, or the scheme's default.
-  std::string path;      ///< Base path without a trailing slash (often empty).
+  std::string path;       ///< Base path without a trailing slash (often empty).
 
   /// `host:port` as sent in the Host header (default ports omitted).
   std::string authority() const;

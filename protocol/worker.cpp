@@ -6,24 +6,24 @@ namespace troupe::protocol {
 
 std::string_view to_string(worker_type t) noexcept {
   switch (t) {
-    case worker_type::regular:
-      return "regular";
-    case worker_type::prefill:
-      return "prefill";
-    case worker_type::decode:
-      return "decode";
+  case worker_type::regular:
+    return "regular";
+  case worker_type::prefill:
+    return "prefill";
+  case worker_type::decode:
+    return "decode";
   }
   return "regular";
 }
 
 std::string_view to_string(provider_kind p) noexcept {
   switch (p) {
-    case provider_kind::none:
-      return "none";
-    case provider_kind::openai:
-      return "openai";
-    case provider_kind::anthropic:
-      return "anthropic";
+  case provider_kind::none:
+    return "none";
+  case provider_kind::openai:
+    return "openai";
+  case provider_kind::anthropic:
+    return "anthropic";
   }
   return "none";
 }

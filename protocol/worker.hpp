@@ -1,13 +1,13 @@
 #pragma once
 
+#include "protocol/url.hpp"
+
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "protocol/url.hpp"
 
 namespace troupe::protocol {
 
@@ -32,12 +32,12 @@ std::optional<provider_kind> parse_provider(std::string_view s) noexcept;
 
 /// What an operator gives to register a worker (flag or `POST /workers`).
 struct worker_spec {
-  std::string url;                             ///< Base URL, `http://host:port`.
-  worker_type type = worker_type::regular;     ///< Role.
-  std::optional<std::uint16_t> bootstrap_port; ///< Prefill only: the KV-transfer bootstrap port.
-  std::optional<std::string> model_id;         ///< Model served; asked from the worker if unset.
+  std::string url;                              ///< Base URL, `http://host:port`.
+  worker_type type = worker_type::regular;      ///< Role.
+  std::optional<std::uint16_t> bootstrap_port;  ///< Prefill only: the KV-transfer bootstrap port.
+  std::optional<std::string> model_id;          ///< Model served; asked from the worker if unset.
   provider_kind provider = provider_kind::none; ///< External provider, if any.
-  std::string api_key;                         ///< Secret sent to the worker; never shown back.
+  std::string api_key;                          ///< Secret sent to the worker; never shown back.
 
   friend bool operator==(const worker_spec&, const worker_spec&) = default;
 };

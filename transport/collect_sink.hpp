@@ -1,8 +1,8 @@
 #pragma once
 
-#include <string>
-
 #include "transport/upstream_exchange.hpp"
+
+#include <string>
 
 namespace troupe::transport {
 

@@ -3,9 +3,9 @@
 #include "transport/http_types.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>

@@ -1,9 +1,9 @@
-#include <nlohmann/json.hpp>
-
 #include "actors/ask.hpp"
 #include "actors/endpoints/endpoints.hpp"
 #include "actors/errors.hpp"
 #include "actors/relay_sink.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace troupe::actors {
 
@@ -27,8 +27,7 @@ void add_worker(http_context& ctx) {
       ctx.svc->sys, ctx.svc->registry,
       [ctx](const std::string& id) {
         auto res = make_json_response(
-            202,
-            json{{"id", id}, {"status", "accepted"}, {"location", "/workers/" + id}}.dump(),
+            202, json{{"id", id}, {"status", "accepted"}, {"location", "/workers/" + id}}.dump(),
             ctx.request_id);
         res.set(transport::http::field::location, "/workers/" + id);
         ctx.reply->respond(std::move(res));

@@ -1,6 +1,6 @@
-#include <random>
-
 #include "actors/policies/strategy.hpp"
+
+#include <random>
 
 namespace troupe::actors {
 
@@ -11,8 +11,7 @@ class power_of_two final : public strategy {
 public:
   std::string_view name() const noexcept override { return "power_of_two"; }
 
-  std::size_t pick(const std::vector<const worker_entry*>& candidates,
-                   const selection&) override {
+  std::size_t pick(const std::vector<const worker_entry*>& candidates, const selection&) override {
     auto n = candidates.size();
     if (n == 1) {
       return 0;

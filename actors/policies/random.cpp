@@ -1,6 +1,6 @@
-#include <random>
-
 #include "actors/policies/strategy.hpp"
+
+#include <random>
 
 namespace troupe::actors {
 
@@ -10,8 +10,7 @@ class random_pick final : public strategy {
 public:
   std::string_view name() const noexcept override { return "random"; }
 
-  std::size_t pick(const std::vector<const worker_entry*>& candidates,
-                   const selection&) override {
+  std::size_t pick(const std::vector<const worker_entry*>& candidates, const selection&) override {
     return std::uniform_int_distribution<std::size_t>{0, candidates.size() - 1}(rng_);
   }
 

@@ -8,8 +8,7 @@ class round_robin final : public strategy {
 public:
   std::string_view name() const noexcept override { return "round_robin"; }
 
-  std::size_t pick(const std::vector<const worker_entry*>& candidates,
-                   const selection&) override {
+  std::size_t pick(const std::vector<const worker_entry*>& candidates, const selection&) override {
     return cursor_++ % candidates.size();
   }
 

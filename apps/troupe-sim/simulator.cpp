@@ -34,7 +34,9 @@ std::string_view path_of(std::string_view target) {
 simulator::simulator(net::io_context& ioc, sim_config cfg, std::shared_ptr<spdlog::logger> log)
     : ctx_(std::make_shared<sim_context>(ioc, std::move(cfg), std::move(log))),
       routes_(make_routes()),
-      server_(ioc, transport::server_options{.host = ctx_->config.host, .port = ctx_->config.port, .use_strands = false},
+      server_(ioc,
+              transport::server_options{
+                  .host = ctx_->config.host, .port = ctx_->config.port, .use_strands = false},
               [this](transport::request&& req, transport::inbound_status status,
                      std::shared_ptr<sim_reply> reply) {
                 handle(std::move(req), status, std::move(reply));

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <optional>
-
 #include "actors/gateway_config.hpp"
+
+#include <optional>
 
 namespace troupe::apps {
 

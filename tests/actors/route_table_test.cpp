@@ -12,7 +12,8 @@ TEST_CASE("routes match literal and parameter segments") {
   t.add(verb::get, "/v1/responses/{id}", [&](http_context&) { hit = 1; });
   t.add(verb::delete_, "/v1/responses/{id}", [&](http_context&) { hit = 2; });
   t.add(verb::post, "/v1/responses/{id}/cancel", [&](http_context&) { hit = 3; });
-  t.add(verb::get, "/health", [&](http_context&) {}, protocol::api_format::openai, true);
+  t.add(
+      verb::get, "/health", [&](http_context&) {}, protocol::api_format::openai, true);
 
   auto m = t.find(verb::delete_, "/v1/responses/resp_1");
   REQUIRE(m.handler);

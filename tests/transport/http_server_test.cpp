@@ -1,3 +1,4 @@
+#include "tests/transport/loopback.hpp"
 #include "transport/http_server.hpp"
 
 #include <atomic>
@@ -5,8 +6,6 @@
 #include <chrono>
 #include <future>
 #include <mutex>
-
-#include "tests/transport/loopback.hpp"
 
 using namespace troupe;
 using namespace troupe::transport;
@@ -47,8 +46,8 @@ struct echo_server {
       return;
     }
     response res{http::status::ok, 11};
-    res.body() = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
-                 req.body();
+    res.body() =
+        std::string(req.method_string()) + " " + std::string(req.target()) + " " + req.body();
     reply->respond(std::move(res));
   }
 
@@ -83,7 +82,8 @@ TEST_CASE("pipelined requests are answered in order") {
   CHECK(c.read().body() == "GET /b ");
 }
 
-TEST_CASE("a body over the limit reaches the handler as payload_too_large, then the connection closes") {
+TEST_CASE(
+    "a body over the limit reaches the handler as payload_too_large, then the connection closes") {
   io_thread io;
   echo_server s{io, 16};
   test_client c{s.server.port()};

@@ -2,11 +2,11 @@
 
 // A real server on a loopback port, run by a background io thread, for transport tests.
 
+#include "transport/http_server.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <memory>
 #include <thread>
-
-#include "transport/http_server.hpp"
 
 namespace troupe::test {
 
@@ -32,7 +32,9 @@ struct test_client {
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
   }
 
-  void send_raw(const std::string& bytes) { boost::asio::write(socket, boost::asio::buffer(bytes)); }
+  void send_raw(const std::string& bytes) {
+    boost::asio::write(socket, boost::asio::buffer(bytes));
+  }
 
   void send(transport::request req) {
     req.prepare_payload();

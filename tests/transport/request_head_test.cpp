@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "transport/upstream_exchange.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace troupe::transport;
 

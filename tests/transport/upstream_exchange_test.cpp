@@ -1,11 +1,10 @@
+#include "tests/transport/loopback.hpp"
+#include "transport/collect_sink.hpp"
 #include "transport/upstream_exchange.hpp"
 
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
-
-#include "tests/transport/loopback.hpp"
-#include "transport/collect_sink.hpp"
 
 using namespace troupe;
 using namespace troupe::transport;
