@@ -6,6 +6,8 @@
 
 namespace troupe::actors {
 
+namespace http = transport::http;
+
 namespace {
 
 constexpr auto category = caf::atom("troupe");
@@ -57,6 +59,25 @@ std::string render_caf_error(std::uint8_t code, caf::atom_value, const caf::mess
     out += ": " + context.get_as<std::string>(0);
   }
   return out;
+}
+
+transport::response make_json_response(unsigned status, std::string body,
+                                       const std::string& request_id) {
+  transport::response res{static_cast<http::status>(status), 11};
+  res.set(http::field::content_type, "application/json");
+  if (!request_id.empty()) {
+    res.set("x-request-id", request_id);
+  }
+  res.body() = std::move(body);
+  return res;
+}
+
+transport::response make_error_response(const protocol::api_error& err, protocol::api_format format,
+                                        const std::string& request_id, unsigned version) {
+  auto res = make_json_response(protocol::http_status(err.code),
+                                protocol::render_error_body(err, format), request_id);
+  res.version(version);
+  return res;
 }
 
 } // namespace troupe::actors

@@ -1,5 +1,7 @@
 #include "actors/fleet.hpp"
 
+#include "services/metrics.hpp"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -72,6 +74,33 @@ model_service fleet_snapshot::service_of(std::string_view model) const {
 bool fleet_snapshot::any_routable() const {
   return std::any_of(workers.begin(), workers.end(),
                      [](auto& w) { return !w->models.empty() && w->live->routable(); });
+}
+
+void watch_fleet(services::metrics& m, std::shared_ptr<const fleet_view> view) {
+  m.watch_workers([view = std::move(view)] {
+    auto snap = view->get();
+    std::vector<services::worker_gauges> out;
+    out.reserve(snap->workers.size());
+    for (auto& w : snap->workers) {
+      services::worker_gauges g;
+      g.url = w->spec.url;
+      g.requests_active = w->live->local_load(); // this node's: summing nodes gives the fleet
+      g.healthy = w->live->health.load() == health_state::healthy;
+      switch (w->live->breaker.load()) {
+      case breaker_state::closed:
+        g.breaker = 0;
+        break;
+      case breaker_state::open:
+        g.breaker = 1;
+        break;
+      case breaker_state::half_open:
+        g.breaker = 2;
+        break;
+      }
+      out.push_back(std::move(g));
+    }
+    return out;
+  });
 }
 
 } // namespace troupe::actors

@@ -14,6 +14,10 @@
 #include <string_view>
 #include <vector>
 
+namespace troupe::services {
+class metrics;
+} // namespace troupe::services
+
 namespace troupe::actors {
 
 /// One registered worker as the fleet snapshot shows it. Immutable once published; its live
@@ -89,6 +93,10 @@ private:
   mutable std::mutex mx_;
   fleet_ptr current_;
 };
+
+/// Lets `m` read the worker gauges (`troupe_worker_*`) from the snapshot `view` holds when it
+/// is scraped: always current, and a removed worker's series go with it.
+void watch_fleet(services::metrics& m, std::shared_ptr<const fleet_view> view);
 
 } // namespace troupe::actors
 

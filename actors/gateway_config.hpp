@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/policies/policy_config.hpp"
-#include "actors/retry_policy.hpp"
+#include "actors/request/retry_policy.hpp"
 #include "actors/worker_proxy.hpp"
 
 #include <chrono>

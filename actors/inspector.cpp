@@ -55,7 +55,7 @@ struct inspector_state {
   static inline const char* name = "inspector";
 
   inspector_config cfg;
-  std::shared_ptr<metrics> m;
+  std::shared_ptr<services::metrics> m;
   std::map<caf::actor_id, member> members; ///< By id: listings come out in spawn order.
   std::deque<caf::actor_id> queue;         ///< Waiting for a free slot.
   /// Who waits for the inspection of an actor (queued or in flight): asks are merged.
@@ -256,7 +256,7 @@ void forget(self_ptr self, caf::actor_id id) {
 }
 
 inspector_actor::behavior_type inspector(self_ptr self, inspector_config cfg,
-                                         std::shared_ptr<metrics> m) {
+                                         std::shared_ptr<services::metrics> m) {
   auto& st = self->state;
   st.cfg = cfg;
   st.m = std::move(m);
@@ -340,7 +340,7 @@ inspector_actor::behavior_type inspector(self_ptr self, inspector_config cfg,
 } // namespace
 
 inspector_actor make_inspector(caf::actor_system& sys, inspector_config cfg,
-                               std::shared_ptr<metrics> m) {
+                               std::shared_ptr<services::metrics> m) {
   return sys.spawn(inspector, cfg, std::move(m));
 }
 

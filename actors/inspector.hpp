@@ -1,7 +1,7 @@
 #pragma once
 
-#include "actors/metrics.hpp"
 #include "protocol/type_ids.hpp"
+#include "services/metrics.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_cast.hpp>
@@ -51,7 +51,7 @@ struct inspector_config {
 
 /// Spawns the inspector of a node. `m` (may be null) receives mailbox sizes.
 inspector_actor make_inspector(caf::actor_system& sys, inspector_config cfg,
-                               std::shared_ptr<metrics> m);
+                               std::shared_ptr<services::metrics> m);
 
 /// Registers `actor` with `inspector` (no-op when either is invalid). `Handle` is any typed
 /// handle whose interface includes `inspectable_actor`'s.

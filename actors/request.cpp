@@ -1,10 +1,10 @@
 #include "actors/request.hpp"
 
 #include "actors/errors.hpp"
-#include "actors/request_hints.hpp"
-#include "actors/request_state.hpp"
-#include "actors/retry_policy.hpp"
-#include "actors/upstream_headers.hpp"
+#include "actors/request/request_hints.hpp"
+#include "actors/request/request_state.hpp"
+#include "actors/request/retry_policy.hpp"
+#include "actors/request/upstream_headers.hpp"
 #include "protocol/validation.hpp"
 
 #include <random>
@@ -49,7 +49,7 @@ response_observer response_hook(request_self self, const worker_entry& worker) {
   if (st.in->op != protocol::operation::responses_create) {
     return {};
   }
-  return remember_response_id(st.svc->responses, worker.id);
+  return services::remember_response_id(st.svc->responses, worker.id);
 }
 
 /// True when a failure leaves the client untouched, so another worker may serve the request.
@@ -95,7 +95,7 @@ void retry_after_status(request_self self) {
   if (delay.count() == 0) {
     return select_worker(self);
   }
-  st.svc->tracker->update(st.in->request_id, request_phase::backing_off);
+  st.svc->tracker->update(st.in->request_id, services::request_phase::backing_off);
   self->delayed_send(self, delay, tick_atom_v);
 }
 
@@ -136,7 +136,7 @@ void on_outcome(request_self self, exchange_result& r) {
 void dispatch(request_self self, worker_entry_ptr worker) {
   auto& st = self->state;
   st.worker = std::move(worker);
-  st.svc->tracker->update(st.in->request_id, request_phase::dispatched);
+  st.svc->tracker->update(st.in->request_id, services::request_phase::dispatched);
   note_worker(self, st.worker->id);
   // Keep the body for a retry only while another attempt is possible.
   bool may_retry = st.tried.size() < st.svc->cfg.retry.max_retries;
@@ -145,7 +145,7 @@ void dispatch(request_self self, worker_entry_ptr worker) {
       st.in->reply, st.in->request_id, st.format, st.svc->cfg.max_response_size,
       st.svc->cfg.max_error_response_size, response_hook(self, *st.worker));
   st.sink->on_stream_start([tracker = st.svc->tracker, id = st.in->request_id] {
-    tracker->update(id, request_phase::streaming);
+    tracker->update(id, services::request_phase::streaming);
   });
   if (may_retry && status_retry_allowed(st)) {
     st.sink->hold_retryable_errors();
@@ -173,7 +173,7 @@ void select_worker(request_self self) {
     return;
   }
   st.pinned = !prefer.empty();
-  st.svc->tracker->update(st.in->request_id, request_phase::selecting);
+  st.svc->tracker->update(st.in->request_id, services::request_phase::selecting);
   selection sel;
   sel.model = st.facts.model.value_or("");
   sel.role = st.role;
@@ -335,7 +335,7 @@ void finish_request(request_self self) {
                elapsed.count() / 1000.0, st.ttft.count() / 1000.0,
                error.empty() ? "" : " error=", error);
   if (auto& m = st.svc->metrics) {
-    request_outcome out;
+    services::request_outcome out;
     out.endpoint = protocol::info(st.in->op).name;
     out.model = model_label(st);
     out.streaming = st.facts.stream;

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "actors/admission.hpp"
-#include "actors/services.hpp"
+#include "actors/gateway_services.hpp"
 #include "protocol/routes.hpp"
+#include "services/admission.hpp"
 #include "transport/http_types.hpp"
 #include "transport/reply_channel.hpp"
 
@@ -34,7 +34,7 @@ struct inbound_request {
   std::vector<std::string> params; ///< Values of the route's `{...}` segments (a response id).
   /// The request's admission slot, when admission control is on: it goes back when the
   /// request actor's state is destroyed, whatever ended the request.
-  admission_permit permit;
+  services::admission_permit permit;
 };
 
 /// Spawns the actor for `in`. It registers for the client's disconnect itself.

@@ -5,7 +5,7 @@
 //
 //   troupe-admission-cost MODE [REQUESTS]     MODE: cap | rate
 
-#include "actors/admission.hpp"
+#include "services/admission.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <memory>
 
-using namespace troupe::actors;
+using namespace troupe::services;
 
 namespace {
 

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/gateway_config.hpp"
-#include "actors/services.hpp"
+#include "actors/gateway_services.hpp"
 #include "cluster/node.hpp"
 
 #include <caf/actor_system.hpp>

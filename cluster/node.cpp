@@ -160,11 +160,11 @@ void greet(self_ptr self, const peer_actor& to) {
 
 void publish_status(self_ptr self) {
   auto& st = self->state;
-  auto status = std::make_shared<actors::cluster_status>();
+  auto status = std::make_shared<services::cluster_status>();
   status->enabled = st.cfg.networked;
   status->self = st.cfg.name;
   status->registry_digest = st.fleet ? st.fleet->digest : 0;
-  actors::member_status me;
+  services::member_status me;
   me.name = st.cfg.name;
   me.api_address = st.cfg.api_address;
   me.cluster_address = st.cfg.cluster_address;
@@ -173,7 +173,7 @@ void publish_status(self_ptr self) {
   me.incarnation = st.incarnation;
   status->members.push_back(std::move(me));
   for (auto& [name, m] : st.members.members()) {
-    actors::member_status s;
+    services::member_status s;
     s.name = m.name;
     s.api_address = m.api_address;
     s.cluster_address = m.cluster_address;

@@ -1,9 +1,9 @@
 #pragma once
 
-#include "actors/cluster_view.hpp"
-#include "actors/metrics.hpp"
 #include "actors/registry.hpp"
 #include "protocol/type_ids.hpp"
+#include "services/cluster_view.hpp"
+#include "services/metrics.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
@@ -60,8 +60,8 @@ struct node_config {
 /// What the node works with.
 struct node_deps {
   actors::registry_actor registry;
-  std::shared_ptr<actors::cluster_view> view; ///< Where the node publishes its status.
-  std::shared_ptr<actors::metrics> metrics;   ///< May be null.
+  std::shared_ptr<services::cluster_view> view; ///< Where the node publishes its status.
+  std::shared_ptr<services::metrics> metrics;   ///< May be null.
 };
 
 /// Spawns the node: it subscribes to the registry and, when networked, dials the seeds.

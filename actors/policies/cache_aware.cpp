@@ -1,6 +1,5 @@
 #include "actors/policies/radix_tree.hpp"
 #include "actors/policies/strategy.hpp"
-#include "actors/policy.hpp"
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,5 @@
 #include "actors/policies/hash_ring.hpp"
 #include "actors/policies/strategy.hpp"
-#include "actors/policy.hpp"
 
 #include <string>
 #include <unordered_map>

@@ -2,6 +2,7 @@
 
 #include "actors/fleet.hpp"
 #include "actors/policies/policy_config.hpp"
+#include "actors/policies/selection.hpp"
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,8 +10,6 @@
 #include <vector>
 
 namespace troupe::actors {
-
-struct selection;
 
 /// How a policy picks one worker among the routable candidates of a request.
 class strategy {

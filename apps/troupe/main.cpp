@@ -1,11 +1,11 @@
 // troupe: one gateway node. Parses flags, builds the actor system on the io threads, runs.
 
-#include "actors/asio_scheduler.hpp"
 #include "actors/errors.hpp"
-#include "actors/gateway.hpp"
 #include "apps/troupe/flags.hpp"
 #include "apps/troupe/logging.hpp"
 #include "cluster/cluster.hpp"
+#include "gateway/asio_scheduler.hpp"
+#include "gateway/gateway.hpp"
 #include "protocol/type_ids.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -29,14 +29,14 @@ int main(int argc, char** argv) {
   caf::actor_system_config sys_cfg;
   sys_cfg.add_message_types<caf::id_block::troupe>();
   sys_cfg.add_error_category(caf::atom("troupe"), actors::render_caf_error);
-  actors::asio_scheduler scheduler{sys_cfg, ioc};
+  gateway::asio_scheduler scheduler{sys_cfg, ioc};
   // With a cluster port, CAF's middleman joins the system: its multiplexer thread runs the
   // network brokers; every other actor (the cluster node included) still runs on the io threads.
   cluster::configure(sys_cfg, *cfg);
   int rc = 0;
   {
     caf::actor_system sys{sys_cfg};
-    actors::gateway node{sys, ioc, *cfg};
+    gateway::gateway node{sys, ioc, *cfg};
     std::unique_ptr<cluster::runtime> cl;
     try {
       node.start();

@@ -70,7 +70,7 @@ struct fixture {
     }));
   }
 
-  inspector_actor inspector(inspector_config c, std::shared_ptr<metrics> m = nullptr) {
+  inspector_actor inspector(inspector_config c, std::shared_ptr<services::metrics> m = nullptr) {
     return keep(make_inspector(sys, c, std::move(m)));
   }
 
@@ -233,7 +233,7 @@ TEST_CASE_METHOD(fixture, "no more than max_outstanding inspections run at once"
 
 TEST_CASE_METHOD(fixture, "terminated and deregistered actors leave the listing and the gauges") {
   auto asked = std::make_shared<int>(0);
-  auto m = std::make_shared<metrics>();
+  auto m = std::make_shared<services::metrics>();
   auto insp = inspector(quick(), m);
   auto a = fake("fake-a", asked);
   auto b = fake("fake-b", asked);
@@ -260,7 +260,7 @@ TEST_CASE_METHOD(fixture, "terminated and deregistered actors leave the listing 
 
 TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval") {
   auto asked = std::make_shared<int>(0);
-  auto m = std::make_shared<metrics>();
+  auto m = std::make_shared<services::metrics>();
   auto c = quick();
   c.refresh_interval = 5000ms;
   auto insp = inspector(c, m);

@@ -1,0 +1,218 @@
+#include "actors/request/relay_sink.hpp"
+
+#include "actors/errors.hpp"
+#include "actors/request/retry_policy.hpp"
+#include "protocol/upstream_error.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace troupe::actors {
+
+namespace http = transport::http;
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Never relayed: hop-by-hop (RFC 9110 7.6.1), framing (the gateway frames its own answer),
+// and the request id (the gateway sets its own).
+constexpr std::array<std::string_view, 12> dropped_headers{
+    "connection",   "keep-alive", "proxy-connection",   "transfer-encoding",   "te",
+    "trailer",      "upgrade",    "proxy-authenticate", "proxy-authorization", "content-length",
+    "x-request-id", "date"};
+
+/// True when the Connection header's comma-separated options name `name` (those headers are
+/// hop-by-hop too).
+bool named_by_connection(std::string_view connection, std::string_view name) {
+  while (!connection.empty()) {
+    auto comma = connection.find(',');
+    auto token = connection.substr(0, comma);
+    connection =
+        comma == std::string_view::npos ? std::string_view{} : connection.substr(comma + 1);
+    while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
+      token.remove_prefix(1);
+    }
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
+      token.remove_suffix(1);
+    }
+    if (iequals(token, name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+transport::header_list relayable_headers(const http::response_header<>& head) {
+  transport::header_list out;
+  auto connection = head[http::field::connection];
+  for (auto& f : head) {
+    auto name = f.name_string();
+    bool drop = std::any_of(dropped_headers.begin(), dropped_headers.end(),
+                            [&](std::string_view d) { return iequals(d, name); }) ||
+                named_by_connection(connection, name);
+    if (!drop) {
+      out.emplace_back(std::string(name), std::string(f.value()));
+    }
+  }
+  return out;
+}
+
+relay_sink::relay_sink(std::shared_ptr<transport::reply_channel> reply, std::string request_id,
+                       protocol::api_format format, std::size_t body_limit,
+                       std::size_t error_body_limit, response_observer observer)
+    : reply_(std::move(reply)), request_id_(std::move(request_id)), format_(format),
+      body_limit_(body_limit), error_body_limit_(error_body_limit), observer_(std::move(observer)) {
+}
+
+void relay_sink::on_source(std::weak_ptr<transport::flow_source> source) {
+  source_ = std::move(source);
+}
+
+bool relay_sink::on_head(const http::response_header<>& head) {
+  status_ = head.result_int();
+  headers_ = relayable_headers(head);
+  headers_.emplace_back("x-request-id", request_id_);
+  // A kept error is read like any error body, even one that says it is a stream.
+  held_ = hold_ && retryable_status(status_);
+  if (!held_ && protocol::is_event_stream(head[http::field::content_type])) {
+    streaming_ = true;
+    headers_.emplace_back("cache-control", "no-cache");
+    // A stream is relayed as it is read: a client that falls behind pauses the reading. A
+    // body relayed whole is bounded by its size limit instead.
+    reply_->set_flow_source(std::move(source_));
+    reply_->begin_stream(status_, std::move(headers_));
+    if (on_stream_start_) {
+      on_stream_start_();
+    }
+    return true;
+  }
+  // An error body is read up to its own limit and then answered, cut: no Content-Length
+  // makes it refused before it is read.
+  error_ = status_ >= 400;
+  auto limit = error_ ? error_body_limit_ : body_limit_;
+  if (auto len = head[http::field::content_length]; !len.empty()) {
+    auto n = std::strtoull(std::string(len).c_str(), nullptr, 10);
+    if (n > limit && !error_) {
+      return false;
+    }
+    body_.reserve(std::min<std::size_t>(n, limit));
+  }
+  return true;
+}
+
+bool relay_sink::on_body(std::string_view piece) {
+  if (streaming_) {
+    // Forward every event completed by this piece, in one chunk.
+    std::string out;
+    framer_.feed(piece, [&](std::string_view ev) {
+      out.append(ev);
+      if (observer_) {
+        observer_(ev);
+      }
+    });
+    if (!out.empty()) {
+      reply_->write_chunk(std::move(out));
+    }
+    return true;
+  }
+  if (error_) {
+    if (body_.size() + piece.size() > error_body_limit_) {
+      // Stop reading at the limit: the client gets what was read, as an excerpt.
+      body_.append(piece.substr(0, error_body_limit_ - body_.size()));
+      if (held_) {
+        truncated_ = true; // answered, if ever, by `release_held`
+      } else {
+        answer_error(true);
+      }
+      return false;
+    }
+    body_.append(piece);
+    return true;
+  }
+  if (body_.size() + piece.size() > body_limit_) {
+    return false;
+  }
+  body_.append(piece);
+  return true;
+}
+
+void relay_sink::answer_error(bool truncated) {
+  ended_ = true;
+  responded_ = true;
+  auto body = protocol::client_error_body(status_, body_, truncated, format_);
+  transport::response res{static_cast<http::status>(status_), 11};
+  bool rewritten = truncated || body != body_;
+  for (auto& [name, value] : headers_) {
+    if (rewritten && (iequals(name, "content-type") || iequals(name, "content-encoding"))) {
+      continue;
+    }
+    res.set(name, value);
+  }
+  if (rewritten) {
+    res.set(http::field::content_type, "application/json");
+  }
+  res.body() = std::move(body);
+  reply_->respond(std::move(res));
+}
+
+void relay_sink::on_complete() {
+  ended_ = true;
+  if (streaming_) {
+    // A stream whose last event lacks its blank line still ends with that event.
+    if (auto rest = framer_.pending(); !rest.empty()) {
+      reply_->write_chunk(std::string(rest) + "\n\n");
+    }
+    reply_->end_stream();
+    return;
+  }
+  if (held_) {
+    return; // the owner decides: another worker, or `release_held`
+  }
+  if (error_) {
+    return answer_error(false);
+  }
+  if (observer_ && status_ / 100 == 2) {
+    observer_(body_);
+  }
+  transport::response res{static_cast<http::status>(status_), 11};
+  for (auto& [name, value] : headers_) {
+    res.set(name, value);
+  }
+  res.body() = std::move(body_);
+  responded_ = true;
+  reply_->respond(std::move(res));
+}
+
+void relay_sink::release_held() {
+  if (!held_ || responded_ || failed_) {
+    return;
+  }
+  held_ = false;
+  answer_error(truncated_);
+}
+
+void relay_sink::fail(const protocol::api_error& err) {
+  if (ended_) {
+    return;
+  }
+  ended_ = true;
+  failed_ = true;
+  if (streaming_) {
+    reply_->write_chunk(protocol::render_error_event(err, format_));
+    reply_->end_stream();
+    return;
+  }
+  responded_ = true;
+  reply_->respond(make_error_response(err, format_, request_id_));
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,202 @@
+#include "gateway/asio_scheduler.hpp"
+
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/detail/thread_safe_actor_clock.hpp>
+#include <caf/execution_unit.hpp>
+#include <caf/policy/work_sharing.hpp>
+#include <caf/resumable.hpp>
+#include <caf/scheduler/coordinator.hpp>
+#include <mutex>
+
+namespace troupe::gateway {
+
+namespace net = boost::asio;
+
+namespace {
+
+/// Runs actor jobs as asio handlers.
+class asio_execution_unit final : public caf::execution_unit {
+public:
+  asio_execution_unit(caf::actor_system& sys, net::io_context& ioc, std::size_t throughput)
+      : caf::execution_unit(&sys), ioc_(ioc), throughput_(throughput) {}
+
+  void exec_later(caf::resumable* job) override {
+    net::post(ioc_, [this, job] { run(job); });
+  }
+
+private:
+  void run(caf::resumable* job) {
+    switch (job->resume(this, throughput_)) {
+    case caf::resumable::resume_later:
+      exec_later(job);
+      break;
+    case caf::resumable::done:
+    case caf::resumable::awaiting_message:
+      intrusive_ptr_release(job);
+      break;
+    case caf::resumable::shutdown_execution_unit:
+      break;
+    }
+  }
+
+  net::io_context& ioc_;
+  std::size_t throughput_;
+};
+
+/// CAF's actor clock on one asio timer. Setting a timeout arms the timer when it is the
+/// earliest; cancelling one (every terminating actor does) only edits the schedule: no
+/// thread is woken.
+class asio_clock final : public caf::detail::thread_safe_actor_clock {
+public:
+  using super = caf::detail::simple_actor_clock;
+
+  explicit asio_clock(net::io_context& ioc) : timer_(ioc) {}
+
+  void set_ordinary_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
+                            uint64_t id) override {
+    std::lock_guard guard{mx_};
+    super::set_ordinary_timeout(t, self, type, id);
+    arm();
+  }
+
+  void set_multi_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
+                         uint64_t id) override {
+    std::lock_guard guard{mx_};
+    super::set_multi_timeout(t, self, type, id);
+    arm();
+  }
+
+  void set_request_timeout(time_point t, caf::abstract_actor* self, caf::message_id id) override {
+    std::lock_guard guard{mx_};
+    super::set_request_timeout(t, self, id);
+    arm();
+  }
+
+  void cancel_ordinary_timeout(caf::abstract_actor* self, caf::atom_value type) override {
+    std::lock_guard guard{mx_};
+    super::cancel_ordinary_timeout(self, type);
+  }
+
+  void cancel_request_timeout(caf::abstract_actor* self, caf::message_id id) override {
+    std::lock_guard guard{mx_};
+    super::cancel_request_timeout(self, id);
+  }
+
+  void cancel_timeouts(caf::abstract_actor* self) override {
+    std::lock_guard guard{mx_};
+    super::cancel_timeouts(self);
+  }
+
+  void schedule_message(time_point t, caf::strong_actor_ptr receiver,
+                        caf::mailbox_element_ptr content) override {
+    std::lock_guard guard{mx_};
+    super::schedule_message(t, std::move(receiver), std::move(content));
+    arm();
+  }
+
+  void schedule_message(time_point t, caf::group target, caf::strong_actor_ptr sender,
+                        caf::message content) override {
+    std::lock_guard guard{mx_};
+    super::schedule_message(t, std::move(target), std::move(sender), std::move(content));
+    arm();
+  }
+
+  void cancel_all() override {
+    std::lock_guard guard{mx_};
+    super::cancel_all();
+    timer_.cancel();
+    armed_ = time_point::max();
+  }
+
+private:
+  // Requires mx_. Arms the timer for the earliest entry unless it already fires by then.
+  void arm() {
+    if (schedule().empty()) {
+      return;
+    }
+    auto next = schedule().begin()->first;
+    if (next >= armed_) {
+      return;
+    }
+    armed_ = next;
+    timer_.expires_at(next);
+    timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec == net::error::operation_aborted) {
+        return; // re-armed earlier, or cancel_all
+      }
+      std::lock_guard guard{mx_};
+      armed_ = time_point::max();
+      trigger_expired_timeouts();
+      arm();
+    });
+  }
+
+  std::mutex mx_;
+  net::steady_timer timer_;
+  time_point armed_ = time_point::max();
+};
+
+/// A work-sharing coordinator whose `enqueue` posts into asio while `to_asio` holds. Its own
+/// worker thread (one) only runs actors after `hand_back`.
+class asio_coordinator final : public caf::scheduler::coordinator<caf::policy::work_sharing> {
+public:
+  using super = caf::scheduler::coordinator<caf::policy::work_sharing>;
+
+  asio_coordinator(caf::actor_system& sys, net::io_context& ioc)
+      : super(sys), unit_(sys, ioc, 50), clock_(ioc) {}
+
+  void enqueue(caf::resumable* job) override {
+    if (to_asio.load(std::memory_order_acquire)) {
+      unit_.exec_later(job);
+    } else {
+      super::enqueue(job);
+    }
+  }
+
+  caf::detail::thread_safe_actor_clock& clock() noexcept override { return clock_; }
+
+  void stop() override {
+    clock_.cancel_all();
+    super::stop();
+  }
+
+  std::atomic<bool> to_asio{true};
+
+private:
+  asio_execution_unit unit_;
+  asio_clock clock_;
+};
+
+} // namespace
+
+struct asio_scheduler::state {
+  net::io_context& ioc;
+  asio_coordinator* coordinator = nullptr; // owned by the actor system
+};
+
+asio_scheduler::asio_scheduler(caf::actor_system_config& cfg, net::io_context& ioc)
+    : state_(std::make_shared<state>(state{ioc})) {
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  cfg.set("scheduler.max-threads", 1);
+  cfg.module_factories.push_back(
+      [st = state_](caf::actor_system& sys) -> caf::actor_system::module* {
+        st->coordinator = new asio_coordinator(sys, st->ioc);
+        return st->coordinator;
+      });
+}
+
+asio_scheduler::~asio_scheduler() = default;
+
+void asio_scheduler::hand_back() {
+  if (state_->coordinator) {
+    state_->coordinator->to_asio.store(false, std::memory_order_release);
+  }
+  state_->ioc.restart();
+  while (state_->ioc.poll() > 0) {
+  }
+}
+
+} // namespace troupe::gateway

@@ -1,0 +1,289 @@
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "actors/inspector.hpp"
+#include "gateway/endpoints/admin_page.hpp"
+#include "gateway/endpoints/endpoints.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace troupe::gateway {
+
+namespace {
+
+using verb = transport::http::verb;
+using json = nlohmann::json;
+
+/// The key admin routes need: `--admin-api-key`, else `--api-key`, else none.
+const std::string& admin_key(const actors::gateway_config& cfg) {
+  return cfg.admin_api_key.empty() ? cfg.api_key : cfg.admin_api_key;
+}
+
+/// Admin routes check their own key (the front only knows the data-plane one).
+endpoint_handler guarded(endpoint_handler handler) {
+  return [handler = std::move(handler)](http_context& ctx) {
+    auto& key = admin_key(ctx.svc->cfg);
+    if (!key.empty() && !carries_key(ctx.req, key)) {
+      return ctx.error(protocol::error_code::unauthorized,
+                       "missing or invalid admin API key (send Authorization: Bearer <key>)");
+    }
+    handler(ctx);
+  };
+}
+
+/// This node as members of a cluster name it: `--node-name`, by default its API address.
+std::string node_name(const actors::gateway_config& cfg) {
+  return cfg.node_name.empty() ? cfg.host + ":" + std::to_string(cfg.port) : cfg.node_name;
+}
+
+/// The value of query parameter `key` in `target`, if present (no percent-decoding: admin
+/// parameters are numbers).
+std::optional<std::string_view> query_param(std::string_view target, std::string_view key) {
+  auto q = target.find('?');
+  if (q == std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    auto pair = rest.substr(0, amp);
+    auto eq = pair.find('=');
+    if (pair.substr(0, eq) == key) {
+      return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    }
+    if (amp == std::string_view::npos) {
+      break;
+    }
+    rest = rest.substr(amp + 1);
+  }
+  return std::nullopt;
+}
+
+template <class T> std::optional<T> parse_number(std::string_view s) {
+  T value{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc{} || end != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+void fail_with(const http_context& ctx, const caf::error& e) {
+  auto err = actors::to_api_error(e);
+  ctx.error(err.code, err.message, err.param);
+}
+
+// -- GET /admin/actors, /admin/actors/{id} --
+
+void list_actors(http_context& ctx) {
+  // Every running actor counts, short-lived ones (requests, PD legs) included, read before the
+  // ask below spawns its own; the list holds the long-lived ones.
+  auto head = "{\"node\":" + json(node_name(ctx.svc->cfg)).dump() +
+              ",\"running\":" + std::to_string(ctx.svc->sys.registry().running()) +
+              ",\"in_flight\":" + std::to_string(ctx.svc->tracker->size()) + ",\"actors\":";
+  actors::ask(
+      ctx.svc->sys, ctx.svc->inspector,
+      [ctx, head](const std::string& actors) {
+        // The inspector's array is spliced in as it is: no second parse on the way out.
+        ctx.json(200, head + actors + "}");
+      },
+      [ctx](caf::error& e) { fail_with(ctx, e); }, list_atom_v);
+}
+
+void get_actor(http_context& ctx) {
+  auto id = parse_number<caf::actor_id>(ctx.params.at(0));
+  if (!id) {
+    return ctx.error(protocol::error_code::not_found,
+                     "no long-lived actor with id '" + ctx.params.at(0) + "'");
+  }
+  actors::ask(
+      ctx.svc->sys, ctx.svc->inspector, [ctx](const std::string& state) { ctx.json(200, state); },
+      [ctx](caf::error& e) { fail_with(ctx, e); }, inspect_atom_v, *id);
+}
+
+// -- GET /admin/requests --
+
+void list_requests(http_context& ctx) {
+  std::int64_t older_than = 0;
+  if (auto p = query_param(ctx.req.target(), "older_than_ms")) {
+    auto v = parse_number<std::int64_t>(*p);
+    if (!v || *v < 0) {
+      return ctx.error(protocol::error_code::bad_request,
+                       "older_than_ms must be a non-negative integer (milliseconds)",
+                       "older_than_ms");
+    }
+    older_than = *v;
+  }
+  auto& tracker = *ctx.svc->tracker;
+  auto requests = tracker.list(std::chrono::milliseconds{older_than});
+  json body{{"node", node_name(ctx.svc->cfg)},
+            {"in_flight", tracker.size()},
+            {"older_than_ms", older_than},
+            {"total", requests.size()},
+            {"requests", std::move(requests)}};
+  ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// -- GET /admin/cluster, /admin/workers --
+
+std::string hex(std::uint64_t x) {
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+std::int64_t ms_since(std::chrono::steady_clock::time_point t) {
+  if (t == std::chrono::steady_clock::time_point{}) {
+    return -1; // never heard
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+std::int64_t epoch_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+void cluster_members(http_context& ctx) {
+  auto fleet = ctx.svc->fleet->get();
+  auto status = ctx.svc->cluster->get();
+  auto node = node_name(ctx.svc->cfg);
+  json members = json::array();
+  std::map<std::string, int> counts{{"up", 0}, {"suspect", 0}, {"down", 0}};
+  auto self_entry = [&] {
+    return json{{"name", node},
+                {"address", ctx.svc->cfg.host + ":" + std::to_string(ctx.svc->cfg.port)},
+                {"state", "up"},
+                {"self", true},
+                {"last_heard_ms", 0},
+                {"registry_version", fleet->version},
+                {"shared_version", fleet->shared_version},
+                {"registry_digest", hex(fleet->digest)},
+                {"in_sync", true},
+                {"workers", fleet->workers.size()}};
+  };
+  if (!status->enabled) {
+    // Alone: this node is the only member.
+    members.push_back(self_entry());
+    counts["up"] = 1;
+  }
+  for (auto& m : status->enabled ? status->members : std::vector<services::member_status>{}) {
+    if (m.self) {
+      auto j = self_entry();
+      j["cluster_address"] = m.cluster_address;
+      j["incarnation"] = hex(m.incarnation);
+      members.push_back(std::move(j));
+      ++counts["up"];
+      continue;
+    }
+    ++counts[m.state];
+    members.push_back({{"name", m.name},
+                       {"address", m.api_address},
+                       {"cluster_address", m.cluster_address},
+                       {"state", m.state},
+                       {"self", false},
+                       {"last_heard_ms", ms_since(m.last_heard)},
+                       {"since", epoch_ms(m.since)},
+                       {"reason", m.reason},
+                       {"incarnation", hex(m.incarnation)},
+                       {"registry_version", m.registry_version},
+                       {"shared_version", m.shared_version},
+                       {"registry_digest", hex(m.registry_digest)},
+                       {"in_sync", m.state == "up" && m.registry_digest == fleet->digest},
+                       {"workers", m.workers}});
+  }
+  json body{{"self", node},
+            {"clustered", status->enabled},
+            {"registry_version", fleet->version},
+            {"shared_version", fleet->shared_version},
+            {"registry_digest", hex(fleet->digest)},
+            {"members", std::move(members)},
+            {"counts", counts}};
+  ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void workers_view(http_context& ctx) {
+  auto fleet = ctx.svc->fleet->get();
+  auto status = ctx.svc->cluster->get();
+  auto node = node_name(ctx.svc->cfg);
+  json workers = json::array();
+  long long total_load = 0;
+  long long local_total = 0;
+  // Peers' shares as they last reported them (only members up count: a node declared down
+  // no longer contributes).
+  std::map<std::string, long long> node_totals;
+  for (auto& w : fleet->workers) {
+    auto j = to_json(*w);
+    auto local = w->live->local_load();
+    json by_node{{node, local}};
+    long long sum = local;
+    for (auto& m : status->members) {
+      if (m.self || m.state == "down") {
+        continue;
+      }
+      auto it = m.loads.find(w->id);
+      auto n = it == m.loads.end() ? 0 : it->second;
+      by_node[m.name] = n;
+      sum += n;
+      node_totals[m.name] += n;
+    }
+    local_total += local;
+    total_load += sum;
+    j["origin"] = w->origin;
+    j["load_by_node"] = std::move(by_node);
+    j["load_total"] = sum;
+    workers.push_back(std::move(j));
+  }
+  json nodes = json::array({{{"name", node},
+                             {"self", true},
+                             {"load", local_total},
+                             {"workers", fleet->workers.size()}}});
+  for (auto& m : status->members) {
+    if (!m.self && m.state != "down") {
+      nodes.push_back({{"name", m.name},
+                       {"self", false},
+                       {"state", m.state},
+                       {"load", node_totals[m.name]},
+                       {"workers", m.workers}});
+    }
+  }
+  json body{{"version", fleet->version},
+            {"total", fleet->workers.size()},
+            {"load", total_load},
+            {"nodes", std::move(nodes)},
+            {"workers", std::move(workers)}};
+  ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// -- GET /admin --
+
+void page(http_context& ctx) {
+  transport::response res{transport::http::status::ok, ctx.req.version()};
+  res.set(transport::http::field::content_type, "text/html; charset=utf-8");
+  res.set(transport::http::field::cache_control, "no-store");
+  res.set("x-request-id", ctx.request_id);
+  res.body() = std::string(admin_page_html());
+  ctx.reply->respond(std::move(res));
+}
+
+} // namespace
+
+void add_admin_routes(route_table& routes) {
+  // Admin routes are "public" to the front: they check the admin key themselves.
+  auto add = [&](std::string pattern, endpoint_handler h) {
+    routes.add(verb::get, std::move(pattern), guarded(std::move(h)), protocol::api_format::openai,
+               true);
+  };
+  add("/admin/actors", list_actors);
+  add("/admin/actors/{id}", get_actor);
+  add("/admin/requests", list_requests);
+  add("/admin/cluster", cluster_members);
+  add("/admin/workers", workers_view);
+  // The page holds no data (it fetches the routes above with the key the operator enters), so
+  // a browser can open it without a header.
+  routes.add(verb::get, "/admin", page, protocol::api_format::openai, true);
+}
+
+} // namespace troupe::gateway

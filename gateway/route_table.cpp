@@ -1,0 +1,185 @@
+#include "gateway/route_table.hpp"
+
+#include "actors/errors.hpp"
+#include "gateway/metered_reply.hpp"
+
+#include <random>
+
+namespace troupe::gateway {
+
+namespace http = transport::http;
+
+namespace {
+
+/// The non-empty segments of `path`, as `T` (`std::string` for patterns, `std::string_view`
+/// into the request target for lookups: no allocation per request).
+template <class T = std::string> std::vector<T> split_path(std::string_view path) {
+  std::vector<T> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '/') {
+      ++i;
+      continue;
+    }
+    auto j = path.find('/', i);
+    if (j == std::string_view::npos) {
+      j = path.size();
+    }
+    out.emplace_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+bool is_param(const std::string& segment) {
+  return segment.size() > 2 && segment.front() == '{' && segment.back() == '}';
+}
+
+} // namespace
+
+bool carries_key(const transport::request& req, const std::string& key) {
+  if (auto it = req.find(http::field::authorization); it != req.end()) {
+    std::string_view v = it->value();
+    constexpr std::string_view bearer = "Bearer ";
+    if (v.size() > bearer.size() && v.substr(0, bearer.size()) == bearer &&
+        v.substr(bearer.size()) == key) {
+      return true;
+    }
+  }
+  if (auto it = req.find("x-api-key"); it != req.end()) {
+    return it->value() == key;
+  }
+  return false;
+}
+
+void http_context::json(unsigned status, std::string body) const {
+  auto res = actors::make_json_response(status, std::move(body), request_id);
+  res.version(req.version());
+  reply->respond(std::move(res));
+}
+
+void http_context::error(protocol::error_code code, std::string message, std::string param) const {
+  reply->respond(actors::make_error_response({code, std::move(message), std::move(param)}, format,
+                                             request_id, req.version()));
+}
+
+void route_table::add(http::verb method, std::string pattern, endpoint_handler handler,
+                      protocol::api_format format, bool public_route) {
+  auto segments = split_path(pattern);
+  routes_.push_back(
+      {method, std::move(pattern), std::move(segments), std::move(handler), format, public_route});
+}
+
+route_table::match route_table::find(http::verb method, std::string_view path) const {
+  match m;
+  auto segments = split_path<std::string_view>(path);
+  for (auto& r : routes_) {
+    if (r.segments.size() != segments.size()) {
+      continue;
+    }
+    std::vector<std::string> params;
+    bool ok = true;
+    for (std::size_t i = 0; i < segments.size() && ok; ++i) {
+      if (is_param(r.segments[i])) {
+        params.emplace_back(segments[i]);
+      } else {
+        ok = r.segments[i] == segments[i];
+      }
+    }
+    if (!ok) {
+      continue;
+    }
+    if (!m.path_known) {
+      m.format = r.format;
+      m.public_route = r.public_route;
+      m.pattern = &r.pattern;
+    }
+    m.path_known = true;
+    if (r.method == method) {
+      m.handler = &r.handler;
+      m.format = r.format;
+      m.public_route = r.public_route;
+      m.pattern = &r.pattern;
+      m.params = std::move(params);
+      return m;
+    }
+    if (!m.allowed.empty()) {
+      m.allowed += ", ";
+    }
+    m.allowed += std::string(http::to_string(r.method));
+  }
+  return m;
+}
+
+std::string new_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+/// The request id the client gave in the first of `headers` it set (1 to 128 bytes), or a
+/// fresh one.
+std::string request_id_of(const transport::request& req, const std::vector<std::string>& headers) {
+  for (auto& name : headers) {
+    if (auto it = req.find(name);
+        it != req.end() && !it->value().empty() && it->value().size() <= 128) {
+      return std::string(it->value());
+    }
+  }
+  return new_request_id();
+}
+
+transport::request_handler make_front(actors::services_ptr svc,
+                                      std::shared_ptr<const route_table> routes) {
+  return [svc = std::move(svc),
+          routes = std::move(routes)](transport::request&& req, transport::inbound_status status,
+                                      std::shared_ptr<transport::reply_channel> reply) {
+    http_context ctx;
+    ctx.received = std::chrono::steady_clock::now();
+    ctx.request_id = request_id_of(req, svc->cfg.request_id_headers);
+    auto target = std::string_view{req.target()};
+    auto path = target.substr(0, target.find('?'));
+    auto m = routes->find(req.method(), path);
+    ctx.format = m.format;
+    if (svc->metrics) {
+      // Unmatched paths share one label: clients cannot grow the scrape with made-up paths.
+      std::string_view label = m.pattern ? std::string_view{*m.pattern} : "unmatched";
+      reply = make_metered_reply(std::move(reply), svc->metrics, http::to_string(req.method()),
+                                 label, ctx.received);
+    }
+    ctx.reply = std::move(reply);
+    ctx.svc = svc;
+    if (status == transport::inbound_status::payload_too_large) {
+      ctx.req = std::move(req);
+      return ctx.error(protocol::error_code::payload_too_large,
+                       "the request body exceeds the limit of " +
+                           std::to_string(svc->cfg.max_payload_size) + " bytes");
+    }
+    ctx.req = std::move(req);
+    if (!m.path_known) {
+      return ctx.error(protocol::error_code::not_found, "no route for " +
+                                                            std::string(ctx.req.method_string()) +
+                                                            " " + std::string(path));
+    }
+    if (!m.public_route && !svc->cfg.api_key.empty() && !carries_key(ctx.req, svc->cfg.api_key)) {
+      return ctx.error(protocol::error_code::unauthorized,
+                       "missing or invalid API key (send Authorization: Bearer <key>)");
+    }
+    if (!m.handler) {
+      auto res = actors::make_error_response({protocol::error_code::method_not_allowed,
+                                              std::string(ctx.req.method_string()) +
+                                                  " is not allowed on " + std::string(path) +
+                                                  " (allowed: " + m.allowed + ")",
+                                              {}},
+                                             ctx.format, ctx.request_id, ctx.req.version());
+      res.set(http::field::allow, m.allowed);
+      return ctx.reply->respond(std::move(res));
+    }
+    ctx.params = std::move(m.params);
+    (*m.handler)(ctx);
+  };
+}
+
+} // namespace troupe::gateway

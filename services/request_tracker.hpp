@@ -1,0 +1,61 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe::services {
+
+/// Where a request is in its life.
+enum class request_phase {
+  queued,      ///< Waiting for an admission slot (`--max-concurrent-requests`).
+  parsing,     ///< Reading and validating the body.
+  selecting,   ///< Asking policies for a worker.
+  locating,    ///< Asking workers which one stores the Responses object the request names.
+  dispatched,  ///< Sent to a worker, waiting for its response head.
+  backing_off, ///< A worker answered a retryable status: waiting before another worker.
+  streaming,   ///< Relaying the response.
+  joining,     ///< PD: waiting for the other leg.
+};
+
+std::string_view to_string(request_phase p) noexcept;
+
+/// The requests in flight on this node, for the admin endpoint and graceful shutdown. Request
+/// actors write their own entry at each phase change (a short lock; no message on the hot path).
+class request_tracker {
+public:
+  struct entry {
+    std::string route;
+    std::string model;
+    request_phase phase = request_phase::parsing;
+    std::vector<std::string> workers;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  /// Adds request `id`; one already there (it waited for admission) keeps its start time.
+  void begin(const std::string& id, std::string route);
+
+  /// Updates the phase (and, when given, the model and workers) of `id`.
+  void update(const std::string& id, request_phase phase);
+  void set_model(const std::string& id, const std::string& model);
+  void add_worker(const std::string& id, const std::string& worker);
+
+  /// Removes `id`.
+  void end(const std::string& id);
+
+  /// Requests in flight.
+  std::size_t size() const;
+
+  /// Requests older than `min_age`, as JSON objects.
+  nlohmann::json list(std::chrono::milliseconds min_age) const;
+
+private:
+  mutable std::mutex mx_;
+  std::unordered_map<std::string, entry> entries_;
+};
+
+} // namespace troupe::services

@@ -1,0 +1,51 @@
+#include "gateway/route_table.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace troupe;
+using namespace troupe::gateway;
+using verb = transport::http::verb;
+
+TEST_CASE("routes match literal and parameter segments") {
+  route_table t;
+  int hit = 0;
+  t.add(verb::get, "/v1/responses/{id}", [&](http_context&) { hit = 1; });
+  t.add(verb::delete_, "/v1/responses/{id}", [&](http_context&) { hit = 2; });
+  t.add(verb::post, "/v1/responses/{id}/cancel", [&](http_context&) { hit = 3; });
+  t.add(
+      verb::get, "/health", [&](http_context&) {}, protocol::api_format::openai, true);
+
+  auto m = t.find(verb::delete_, "/v1/responses/resp_1");
+  REQUIRE(m.handler);
+  CHECK(m.params == std::vector<std::string>{"resp_1"});
+  http_context ctx;
+  (*m.handler)(ctx);
+  CHECK(hit == 2);
+
+  auto c = t.find(verb::post, "/v1/responses/abc/cancel");
+  REQUIRE(c.handler);
+  CHECK(c.params == std::vector<std::string>{"abc"});
+
+  CHECK(t.find(verb::get, "/health").public_route);
+  CHECK(t.find(verb::get, "//health/").handler);
+}
+
+TEST_CASE("a known path with another method lists the allowed ones; unknown paths are unknown") {
+  route_table t;
+  t.add(verb::post, "/v1/chat/completions", [](http_context&) {});
+  auto m = t.find(verb::get, "/v1/chat/completions");
+  CHECK_FALSE(m.handler);
+  CHECK(m.path_known);
+  CHECK(m.allowed == "POST");
+  auto u = t.find(verb::post, "/v1/chat/completion");
+  CHECK_FALSE(u.path_known);
+  CHECK_FALSE(t.find(verb::post, "/v1/chat/completions/extra").path_known);
+}
+
+TEST_CASE("request ids are 32 hex digits and differ") {
+  auto a = new_request_id();
+  auto b = new_request_id();
+  CHECK(a.size() == 32);
+  CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(a != b);
+}
