@@ -1,10 +1,8 @@
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
 #include "actors/inspector.hpp"
+#include "tests/fakes/actor_system.hpp"
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -16,40 +14,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A deterministic actor system: nothing runs until the test says so, time moves only when
-/// the test moves it.
-struct fixture {
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  std::vector<caf::actor> spawned;
-
-  fixture()
-      : sys(init(cfg)), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
-    sched.clock().current_time += std::chrono::hours(1);
-  }
-
-  ~fixture() {
-    for (auto& a : spawned) {
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    }
-    sched.run();
-    sched.clock().cancel_all();
-    sched.run();
-    sys.await_actors_before_shutdown(false);
-  }
-
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    cfg.add_message_types<caf::id_block::troupe>();
-    return cfg;
-  }
-
-  template <class Handle> Handle keep(Handle h) {
-    spawned.push_back(caf::actor_cast<caf::actor>(h));
-    return h;
-  }
-
+/// The inspector on a deterministic actor system, and fake actors for it to inspect.
+struct fixture : test::actor_system_fixture {
   /// An actor answering inspections with a fixed state, or never (`stuck`); counts the asks.
   inspectable_actor fake(std::string name, std::shared_ptr<int> asked, bool stuck = false) {
     return keep(sys.spawn([=](inspectable_actor::pointer self) -> inspectable_actor::behavior_type {
@@ -78,7 +44,7 @@ struct fixture {
   template <class... Ts>
   std::shared_ptr<std::optional<std::string>> ask_later(const inspector_actor& dest, Ts... xs) {
     auto out = std::make_shared<std::optional<std::string>>();
-    ask(
+    actors::ask(
         sys, dest, [out](const std::string& s) { *out = s; },
         [out](caf::error& e) {
           *out = "error:" + std::string(protocol::to_string(to_api_error(e).code));
@@ -114,10 +80,10 @@ TEST_CASE_METHOD(fixture, "a listing shows every registered actor with a scalar 
   auto b = fake("fake-b", asked);
   register_with(insp, "fake", "fake-a", a);
   register_with(insp, "fake", "fake-b", b);
-  sched.run();
+  run();
 
   auto out = ask_later(insp, list_atom_v);
-  sched.run();
+  run();
   REQUIRE(out->has_value());
   auto listing = json::parse(**out);
   REQUIRE(listing.size() == 3); // the inspector itself, then the two
@@ -137,10 +103,10 @@ TEST_CASE_METHOD(fixture, "one actor's full state keeps its structured fields") 
   auto insp = inspector(quick());
   auto a = fake("fake-a", asked);
   register_with(insp, "fake", "fake-a", a);
-  sched.run();
+  run();
 
   auto out = ask_later(insp, inspect_atom_v, a->id());
-  sched.run();
+  run();
   REQUIRE(out->has_value());
   auto detail = json::parse(**out);
   CHECK(detail["status"] == "ok");
@@ -149,11 +115,11 @@ TEST_CASE_METHOD(fixture, "one actor's full state keeps its structured fields") 
   CHECK(detail["state"]["nested"]["x"] == 1);
 
   auto missing = ask_later(insp, inspect_atom_v, caf::actor_id{999999});
-  sched.run();
+  run();
   CHECK(**missing == "error:not_found");
 
   auto own = ask_later(insp, inspect_atom_v, insp->id());
-  sched.run();
+  run();
   CHECK(json::parse(**own)["state"]["registered"] == 1);
 }
 
@@ -165,16 +131,15 @@ TEST_CASE_METHOD(fixture, "a stuck actor times out without holding the others ba
   auto stuck = fake("stuck", stuck_asked, true);
   register_with(insp, "fake", "good", good);
   register_with(insp, "fake", "stuck", stuck);
-  sched.run();
+  run();
 
   auto out = ask_later(insp, list_atom_v);
-  sched.run();
+  run();
   CHECK_FALSE(out->has_value()); // waiting for the stuck one, nothing else
   CHECK(*asked == 1);
   CHECK(*stuck_asked == 1);
 
-  sched.clock().advance_time(1000ms);
-  sched.run();
+  advance(1000ms);
   REQUIRE(out->has_value());
   auto listing = json::parse(**out);
   CHECK(by_name(listing, "good")["status"] == "ok");
@@ -189,16 +154,15 @@ TEST_CASE_METHOD(fixture, "asks for the same actor are merged: a stuck actor get
   auto insp = inspector(quick());
   auto stuck = fake("stuck", stuck_asked, true);
   register_with(insp, "fake", "stuck", stuck);
-  sched.run();
+  run();
 
   auto first = ask_later(insp, list_atom_v);
   auto second = ask_later(insp, list_atom_v);
   auto third = ask_later(insp, inspect_atom_v, stuck->id());
-  sched.run();
+  run();
   CHECK(*stuck_asked == 1);
 
-  sched.clock().advance_time(1000ms);
-  sched.run();
+  advance(1000ms);
   REQUIRE(first->has_value());
   REQUIRE(second->has_value());
   REQUIRE(third->has_value());
@@ -213,20 +177,17 @@ TEST_CASE_METHOD(fixture, "no more than max_outstanding inspections run at once"
     auto name = "stuck-" + std::to_string(i);
     register_with(insp, "fake", name, fake(name, asked, true));
   }
-  sched.run();
+  run();
 
   auto out = ask_later(insp, list_atom_v);
-  sched.run();
+  run();
   CHECK(*asked == 2);
-  sched.clock().advance_time(1000ms);
-  sched.run();
+  advance(1000ms);
   CHECK(*asked == 4);
-  sched.clock().advance_time(1000ms);
-  sched.run();
+  advance(1000ms);
   CHECK(*asked == 5);
   CHECK_FALSE(out->has_value());
-  sched.clock().advance_time(1000ms);
-  sched.run();
+  advance(1000ms);
   REQUIRE(out->has_value());
   CHECK(json::parse(**out).size() == 6);
 }
@@ -239,18 +200,18 @@ TEST_CASE_METHOD(fixture, "terminated and deregistered actors leave the listing 
   auto b = fake("fake-b", asked);
   register_with(insp, "fake", "fake-a", a);
   register_with(insp, "fake", "fake-b", b);
-  sched.run();
+  run();
   auto out = ask_later(insp, list_atom_v);
-  sched.run();
+  run();
   auto text = m->scrape();
   CHECK(text.find("troupe_actor_mailbox_size{actor=\"fake-a\"} 3") != std::string::npos);
   CHECK(text.find("troupe_actor_mailbox_size{actor=\"fake-b\"} 3") != std::string::npos);
 
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   deregister_from(insp, b);
-  sched.run();
+  run();
   auto after = ask_later(insp, list_atom_v);
-  sched.run();
+  run();
   REQUIRE(after->has_value());
   CHECK(json::parse(**after).size() == 1);
   text = m->scrape();
@@ -265,15 +226,13 @@ TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval") {
   c.refresh_interval = 5000ms;
   auto insp = inspector(c, m);
   register_with(insp, "fake", "fake-a", fake("fake-a", asked));
-  sched.run();
+  run();
   CHECK(*asked == 0);
   CHECK(m->scrape().find("actor=\"fake-a\"") == std::string::npos);
 
-  sched.clock().advance_time(5000ms);
-  sched.run();
+  advance(5000ms);
   CHECK(*asked == 1);
   CHECK(m->scrape().find("troupe_actor_mailbox_size{actor=\"fake-a\"} 3") != std::string::npos);
-  sched.clock().advance_time(5000ms);
-  sched.run();
+  advance(5000ms);
   CHECK(*asked == 2);
 }

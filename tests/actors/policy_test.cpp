@@ -1,10 +1,7 @@
-#include "actors/ask.hpp"
 #include "actors/errors.hpp"
 #include "actors/policy.hpp"
+#include "tests/fakes/actor_system.hpp"
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <catch2/catch.hpp>
 #include <map>
 
@@ -14,28 +11,9 @@ using protocol::provider_kind;
 
 namespace {
 
-/// A deterministic actor system (nothing runs until the test says so) with one regular policy.
-struct fixture {
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  policy_actor policy;
-
-  fixture()
-      : sys(init(cfg)), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        policy(make_policy(sys, "round_robin", protocol::worker_type::regular)) {}
-
-  ~fixture() {
-    caf::anon_send_exit(policy, caf::exit_reason::user_shutdown);
-    sched.run();
-    sys.await_actors_before_shutdown(false);
-  }
-
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    cfg.add_message_types<caf::id_block::troupe>();
-    return cfg;
-  }
+/// One regular policy on a deterministic actor system.
+struct fixture : test::actor_system_fixture {
+  policy_actor policy = keep(make_policy(sys, "round_robin", protocol::worker_type::regular));
 
   /// Publishes a fleet of workers `{id, provider, healthy}` all serving model `m`.
   void fleet(std::vector<std::tuple<std::string, provider_kind, bool>> workers) {
@@ -50,7 +28,7 @@ struct fixture {
       snap->workers.push_back(std::move(w));
     }
     caf::anon_send(policy, publish_atom_v, fleet_ptr{std::move(snap)});
-    sched.run();
+    run();
   }
 
   /// The ids picked by `n` selections for a request of `provider`'s API, or "error:<code>".
@@ -61,13 +39,9 @@ struct fixture {
       sel.model = "m";
       sel.provider = provider;
       sel.prefer = prefer;
-      ask(
-          sys, policy, [&out](const worker_entry_ptr& w) { ++out[w->id]; },
-          [&out](const caf::error& e) {
-            ++out["error:" + std::string(protocol::to_string(to_api_error(e).code))];
-          },
-          select_atom_v, sel);
-      sched.run();
+      auto w = ask<worker_entry_ptr>(policy, select_atom_v, sel);
+      ++out[w ? (*w)->id
+              : "error:" + std::string(protocol::to_string(to_api_error(w.error()).code))];
     }
     return out;
   }

@@ -1,10 +1,7 @@
-#include "actors/ask.hpp"
 #include "actors/registry.hpp"
+#include "tests/fakes/actor_system.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <catch2/catch.hpp>
 
@@ -22,31 +19,8 @@ struct replicated {
 
 /// Registries on a deterministic actor system. The io_context never runs: worker proxies are
 /// spawned but reach no worker, which is all these tests need (registrations, not traffic).
-struct fixture {
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
+struct fixture : test::actor_system_fixture {
   boost::asio::io_context ioc;
-  std::vector<caf::actor> spawned;
-
-  fixture()
-      : sys(init(cfg)), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
-
-  ~fixture() {
-    for (auto& a : spawned) {
-      caf::anon_send(caf::actor_cast<registry_actor>(a), stop_atom_v);
-    }
-    sched.run();
-    sched.clock().cancel_all();
-    sched.run();
-    sys.await_actors_before_shutdown(false);
-  }
-
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    cfg.add_message_types<caf::id_block::troupe>();
-    return cfg;
-  }
 
   struct node {
     registry_actor registry;
@@ -59,7 +33,7 @@ struct fixture {
     n.view = std::make_shared<fleet_view>();
     n.seen = std::make_shared<replicated>();
     n.registry = make_registry(sys, ioc, n.view, {}, worker_proxy_config{}, {}, std::move(name));
-    spawned.push_back(caf::actor_cast<caf::actor>(n.registry));
+    at_teardown([r = n.registry] { caf::anon_send(r, stop_atom_v); });
     auto seen = n.seen;
     auto listener =
         sys.spawn([seen](replication_listener::pointer) -> replication_listener::behavior_type {
@@ -71,41 +45,30 @@ struct fixture {
           };
         });
     caf::anon_send(n.registry, subscribe_atom_v, listener);
-    sched.run();
+    run();
     return n;
   }
 
   std::string add(const node& n, std::string url) {
-    auto out = std::make_shared<std::string>();
-    ask(
-        sys, n.registry, [out](const std::string& id) { *out = id; },
-        [out](caf::error&) { *out = "error"; }, add_atom_v,
+    auto id = ask<std::string>(
+        n.registry, add_atom_v,
         protocol::worker_spec{std::move(url), protocol::worker_type::regular, {}, {}, {}, {}});
-    sched.run();
-    return *out;
+    return id ? *id : "error";
   }
 
   bool remove(const node& n, std::string id) {
-    auto out = std::make_shared<bool>(false);
-    ask(
-        sys, n.registry, [out](bool existed) { *out = existed; }, [](caf::error&) {}, remove_atom_v,
-        std::move(id));
-    sched.run();
-    return *out;
+    auto existed = ask<bool>(n.registry, remove_atom_v, std::move(id));
+    return existed && *existed;
   }
 
   record_batch records(const node& n) {
-    auto out = std::make_shared<record_batch>();
-    ask(
-        sys, n.registry, [out](record_batch& rs) { *out = std::move(rs); }, [](caf::error&) {},
-        records_atom_v);
-    sched.run();
-    return *out;
+    auto rs = ask<record_batch>(n.registry, records_atom_v);
+    return rs ? std::move(*rs) : record_batch{};
   }
 
   void merge(const node& n, record_batch rs) {
     caf::anon_send(n.registry, merge_atom_v, std::move(rs));
-    sched.run();
+    run();
   }
 };
 
