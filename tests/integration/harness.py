@@ -180,6 +180,13 @@ def wait_until(predicate, timeout=10.0, interval=0.05, what="condition"):
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
+def model_listed(gateway_url, model):
+    """True when `GET /v1/models` answers 200 and lists `model` (it answers 503 while no
+    worker is routable yet)."""
+    r = get(gateway_url + "/v1/models")
+    return r.status == 200 and any(m["id"] == model for m in r.json()["data"])
+
+
 class Process:
     """A child process with its output in a log file, stopped on `stop()`."""
 

@@ -18,7 +18,7 @@ import threading
 import time
 import unittest
 
-from harness import ProcessTestCase, get, post, start_refused, wait_until
+from harness import ProcessTestCase, get, model_listed, post, start_refused, wait_until
 from stub_worker import StubWorker
 
 MODEL = "stub-model"
@@ -240,7 +240,7 @@ class PdAdmissionTest(ProcessTestCase):
         self.addCleanup(decode.stop)
         gw = self.gateway("--pd-disaggregation", "--prefill", prefill.url, "none", "--decode",
                           decode.url, "--max-concurrent-requests", 1, "--queue-size", 0)
-        wait_until(lambda: any(m["id"] == MODEL for m in get(gw.url + "/v1/models").json()["data"]),
+        wait_until(lambda: model_listed(gw.url, MODEL),
                    10, what="the pair routable")
         pair = Background(chat, gw)
         wait_until(lambda: prefill.held == 1 and decode.held == 1, 5, what="both legs dispatched")

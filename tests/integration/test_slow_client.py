@@ -19,7 +19,7 @@ import socket
 import time
 import unittest
 
-from harness import Gateway, ProcessTestCase, get, post, sse_data, wait_until
+from harness import Gateway, ProcessTestCase, get, model_listed, post, sse_data, wait_until
 from stub_worker import StubWorker
 
 MODEL = "stub-model"
@@ -164,7 +164,7 @@ class SlowClientPdTest(SlowClientBase, ProcessTestCase):
         self.addCleanup(decode.stop)
         gw = self.gateway("--pd-disaggregation", "--prefill", prefill.url, "none",
                           "--decode", decode.url, "--stream-buffer-bytes", BUFFER)
-        wait_until(lambda: any(m["id"] == MODEL for m in get(gw.url + "/v1/models").json()["data"]),
+        wait_until(lambda: model_listed(gw.url, MODEL),
                    10, what="pair routable")
         s = StalledStream(gw)
         self.assertEqual(s.resp.status, 200)
