@@ -1,5 +1,6 @@
 #include "protocol/upstream_error.hpp"
 
+#include <array>
 #include <nlohmann/json.hpp>
 
 namespace troupe::protocol {
@@ -72,34 +73,37 @@ bool is_error_body(std::string_view body, api_format format) {
   return true;
 }
 
+const worker_status_info& worker_status(unsigned status) noexcept {
+  using e = error_code;
+  // Other client errors of a worker (401, 403, ...) are the gateway's configuration, not the
+  // client's request: when the gateway answers for the worker, a bad gateway like any server
+  // error. Relayed, they keep their status and get its type.
+  static constexpr std::array<worker_status_info, 10> known{{
+      {400, e::bad_request, "invalid_request_error", "invalid_request_error"},
+      {401, e::bad_gateway, "authentication_error", "authentication_error"},
+      {403, e::bad_gateway, "permission_error", "permission_error"},
+      {404, e::not_found, "invalid_request_error", "not_found_error"},
+      {413, e::payload_too_large, "invalid_request_error", "request_too_large"},
+      {422, e::bad_request, "invalid_request_error", "invalid_request_error"},
+      {429, e::too_many_requests, "rate_limit_error", "rate_limit_error"},
+      {503, e::no_worker_available, "server_error", "overloaded_error"},
+      {504, e::gateway_timeout, "server_error", "timeout_error"},
+      {529, e::bad_gateway, "server_error", "overloaded_error"},
+  }};
+  static constexpr worker_status_info other_client{0, e::bad_gateway, "invalid_request_error",
+                                                   "invalid_request_error"};
+  static constexpr worker_status_info other_server{0, e::bad_gateway, "server_error", "api_error"};
+  for (auto& row : known) {
+    if (row.status == status) {
+      return row;
+    }
+  }
+  return status >= 500 ? other_server : other_client;
+}
+
 std::string_view error_type_for_status(unsigned status, api_format format) noexcept {
-  bool anthropic = format == api_format::anthropic;
-  switch (status) {
-  case 400:
-  case 422:
-    return "invalid_request_error";
-  case 401:
-    return "authentication_error";
-  case 403:
-    return "permission_error";
-  case 404:
-    return anthropic ? "not_found_error" : "invalid_request_error";
-  case 413:
-    return anthropic ? "request_too_large" : "invalid_request_error";
-  case 429:
-    return "rate_limit_error";
-  case 503:
-  case 529:
-    return anthropic ? "overloaded_error" : "server_error";
-  case 504:
-    return anthropic ? "timeout_error" : "server_error";
-  default:
-    break;
-  }
-  if (status >= 500) {
-    return anthropic ? "api_error" : "server_error";
-  }
-  return "invalid_request_error";
+  auto& row = worker_status(status);
+  return format == api_format::anthropic ? row.anthropic_type : row.openai_type;
 }
 
 std::string error_message_of(std::string_view body) {

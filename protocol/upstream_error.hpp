@@ -17,6 +17,21 @@ std::string_view utf8_prefix(std::string_view text, std::size_t max) noexcept;
 /// `{"type":"error","error":{...}}`.
 bool is_error_body(std::string_view body, api_format format);
 
+/// What an HTTP error status a worker answered means to the gateway: the one mapping of
+/// worker statuses (`worker_status`), used when the gateway relays the worker's answer
+/// (`client_error_body`) and when it answers for the worker (`worker_error`).
+struct worker_status_info {
+  unsigned status; ///< 0 in the rows for any other status of a class (4xx, 5xx).
+  /// The gateway's error when it answers for the worker: a client error stays a client error
+  /// (400, 404, 413, 422, 429), 503 and 504 keep their meaning, anything else is a bad gateway.
+  error_code code;
+  std::string_view openai_type;    ///< OpenAI `error.type` of the status, relayed.
+  std::string_view anthropic_type; ///< Anthropic `error.type` of the status, relayed.
+};
+
+/// The row of `status` (>= 400).
+const worker_status_info& worker_status(unsigned status) noexcept;
+
 /// The error `type` of `format` that goes with an HTTP status a worker answered (400 ->
 /// `invalid_request_error`, 429 -> `rate_limit_error`, 5xx -> `server_error` / `api_error`, ...).
 std::string_view error_type_for_status(unsigned status, api_format format) noexcept;

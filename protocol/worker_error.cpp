@@ -14,49 +14,10 @@ namespace {
 /// Longest piece of a worker's text quoted to the client.
 constexpr std::size_t max_quote = 512;
 
-error_code code_for(unsigned status) {
-  switch (status) {
-  case 400:
-  case 422:
-    return error_code::bad_request;
-  case 404:
-    return error_code::not_found;
-  case 413:
-    return error_code::payload_too_large;
-  case 429:
-    return error_code::too_many_requests;
-  case 503:
-    return error_code::no_worker_available;
-  case 504:
-    return error_code::gateway_timeout;
-  default:
-    break;
-  }
-  // Other client errors of a worker (401, 403, ...) are the gateway's configuration, not the
-  // client's request: a bad gateway like any server error.
-  return error_code::bad_gateway;
-}
-
-/// The message of an error body: `error.message` (OpenAI, Anthropic), `message` (SGLang),
-/// `detail` (FastAPI), `error` as a string; else the text itself.
+/// The message of an error body (`error_message_of`), else the text itself.
 std::string message_of(std::string_view body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_object()) {
-    if (auto e = j.find("error"); e != j.end()) {
-      if (e->is_string()) {
-        return e->get<std::string>();
-      }
-      if (e->is_object()) {
-        if (auto m = e->find("message"); m != e->end() && m->is_string()) {
-          return m->get<std::string>();
-        }
-      }
-    }
-    for (auto key : {"message", "detail"}) {
-      if (auto m = j.find(key); m != j.end() && m->is_string()) {
-        return m->get<std::string>();
-      }
-    }
+  if (auto m = error_message_of(body); !m.empty()) {
+    return m;
   }
   while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) {
     body.remove_suffix(1);
@@ -75,7 +36,7 @@ api_error worker_error(unsigned status, std::string_view body, std::string_view 
   if (!quoted.empty()) {
     msg += ": " + quoted;
   }
-  return {code_for(status), std::move(msg), {}};
+  return {worker_status(status).code, std::move(msg), {}};
 }
 
 std::optional<api_error> stream_error(std::string_view sse_body, std::string_view who) {

@@ -9,9 +9,8 @@ namespace troupe::protocol {
 
 /// The client error for a worker that answered HTTP `status` (not 2xx) with `body`; `who` names
 /// the worker in the message (e.g. "the decode worker"). The message quotes the worker's own
-/// (from an OpenAI, Anthropic or SGLang error body, else the start of the text). The code keeps
-/// the status class: a client error stays a client error (400, 404, 413, 429), 503 and 504 keep
-/// their meaning, any other failure is a bad gateway.
+/// (from an OpenAI, Anthropic or SGLang error body, `error_message_of`, else the start of the
+/// text). The code is the status's `worker_status(status).code`.
 api_error worker_error(unsigned status, std::string_view body, std::string_view who);
 
 /// The first error event of a streamed answer that started with a success status (engines
