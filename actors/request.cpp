@@ -1,3 +1,9 @@
+// The request actor: one per client request. What every request goes through is written here
+// once — parse and validate, decide how the model is served, pick workers, retry on other
+// workers, answer when none is left, log and count the outcome. How one attempt reaches its
+// workers is the request's path (actors/request/request_path.hpp): one worker, or a
+// prefill/decode pair.
+
 #include "actors/request.hpp"
 
 #include "actors/errors.hpp"
@@ -42,169 +48,108 @@ std::string_view model_label(const request_state& st) {
   return "unknown";
 }
 
-/// The response-processing stage's hook for a dispatch to `worker`: a Responses create
-/// remembers which worker stores the response it answers.
-response_observer response_hook(request_self self, const worker_entry& worker) {
-  auto& st = self->state;
-  if (st.in->op != protocol::operation::responses_create) {
-    return {};
-  }
-  return services::remember_response_id(st.svc->responses, worker.id);
-}
-
-/// True when a failure leaves the client untouched, so another worker may serve the request.
-bool retryable(const exchange_result& r, const relay_sink& sink) {
-  if (sink.started()) {
-    return false;
-  }
-  return r.status == exchange_status::connect_failed ||
-         (r.status == exchange_status::broken && !r.head_received);
-}
-
 /// A draw in [-1, 1] for the jitter of a backoff.
 double jitter_draw() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return std::uniform_real_distribution<double>{-1.0, 1.0}(rng);
 }
 
-/// True when a retryable status may send the request to another worker: a request that makes
-/// model work (a body), not one bound to the worker storing the Responses object it names.
-bool status_retry_allowed(const request_state& st) {
-  return protocol::info(st.in->op).has_body && !st.pinned;
+/// What a policy is asked for a worker of `role`: the request's model, routing key, prompt
+/// and API provider, the workers that failed it, and the one storing its state.
+selection selection_for(const request_state& st, protocol::worker_type role,
+                        const std::string& prefer) {
+  selection sel;
+  sel.model = st.facts.model.value_or("");
+  sel.role = role;
+  sel.exclude = st.tried;
+  sel.routing_key = routing_key(st.in->req);
+  sel.prompt = st.prompt;
+  sel.provider = st.op->provider;
+  sel.prefer = prefer;
+  return sel;
 }
 
-/// The worker answered a retryable status, kept from the client: after a backoff another
-/// worker gets the request; when the wait would outlast the deadline, the client gets the
-/// answer as the worker gave it.
-void retry_after_status(request_self self) {
-  auto& st = self->state;
-  auto delay = retry_backoff(st.svc->cfg.retry, st.backoffs, jitter_draw());
-  if (std::chrono::steady_clock::now() + delay >= st.deadline) {
-    st.sink->release_held();
-    return finish_request(self);
-  }
-  spdlog::info("[{}] worker {} answered {}: retrying on another worker in {} ms", st.in->request_id,
-               st.worker->id, st.sink->status(), delay.count());
-  st.tried.push_back(st.worker->id);
-  st.held = st.sink;
-  st.last_failure.reset();
-  ++st.backoffs;
-  if (st.svc->metrics) {
-    st.svc->metrics->on_retry(true);
-  }
-  if (delay.count() == 0) {
-    return select_worker(self);
-  }
-  st.svc->tracker->update(st.in->request_id, services::request_phase::backing_off);
-  self->delayed_send(self, delay, tick_atom_v);
+/// The workers of the last attempt, for log lines: `worker w-1`, `pair w-p+w-d`.
+std::string last_attempt(const request_state& st) {
+  auto ids = st.worker_ids.substr(st.worker_ids.rfind(',') + 1);
+  return (ids.find('+') == std::string::npos ? "worker " : "pair ") + ids;
 }
 
-void on_outcome(request_self self, exchange_result& r) {
+void select_workers(request_self self);
+
+/// Every policy of the attempt answered: start it, or answer why no worker can take it.
+void on_picked(request_self self) {
   auto& st = self->state;
-  st.order_id = 0;
-  st.status = r.http_status;
-  st.ttft = r.first_byte;
-  if (st.cancelled || r.status == exchange_status::cancelled) {
+  if (--st.pending_picks > 0) {
+    return;
+  }
+  if (st.cancelled) {
     return finish_request(self);
   }
-  if (st.sink->held()) {
-    return retry_after_status(self);
-  }
-  // The sink may have answered already: a worker's error body cut at its size limit.
-  if (r.status == exchange_status::ok || st.sink->answered()) {
-    return finish_request(self);
-  }
-  auto err = exchange_error(r, st.svc->cfg.request_timeout);
-  spdlog::warn("[{}] worker {} failed: {} {}", st.in->request_id, st.worker->id,
-               to_string(r.status), r.detail);
-  if (retryable(r, *st.sink) && st.tried.size() < st.svc->cfg.retry.max_retries &&
-      std::chrono::steady_clock::now() < st.deadline) {
-    st.tried.push_back(st.worker->id);
-    st.last_failure = err;
-    st.held.reset();
-    if (st.svc->metrics) {
-      st.svc->metrics->on_retry(false);
+  for (auto& err : st.pick_errors) {
+    if (!err) {
+      continue;
     }
-    return select_worker(self);
+    // No other worker to try: the client gets the last one's own answer, if it was kept...
+    if (auto status = st.path->release_kept()) {
+      st.status = *status;
+      return finish_request(self);
+    }
+    // ...and after a failed attempt, running out of workers is that failure's fault.
+    return fail_request(self, st.last_failure ? *st.last_failure : *err);
   }
-  st.sink->fail(err);
-  st.status = protocol::http_status(err.code);
-  st.error = err.code;
-  finish_request(self);
-}
-
-void dispatch(request_self self, worker_entry_ptr worker) {
-  auto& st = self->state;
-  st.worker = std::move(worker);
   st.svc->tracker->update(st.in->request_id, services::request_phase::dispatched);
-  note_worker(self, st.worker->id);
-  // Keep the body for a retry only while another attempt is possible.
-  bool may_retry = st.tried.size() < st.svc->cfg.retry.max_retries;
-  auto body = may_retry ? st.in->req.body() : std::move(st.in->req.body());
-  st.sink = std::make_shared<relay_sink>(
-      st.in->reply, st.in->request_id, st.format, st.svc->cfg.max_response_size,
-      st.svc->cfg.max_error_response_size, response_hook(self, *st.worker));
-  st.sink->on_stream_start([tracker = st.svc->tracker, id = st.in->request_id] {
-    tracker->update(id, services::request_phase::streaming);
-  });
-  if (may_retry && status_retry_allowed(st)) {
-    st.sink->hold_retryable_errors();
-  }
-  dispatch_order order{next_order_id(), make_upstream_call(self, *st.worker, std::move(body)),
-                       st.sink};
-  st.order_id = order.id;
-  self->request(st.worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
-      .then([self](exchange_result& r) { on_outcome(self, r); },
-            [self](caf::error& e) {
-              self->state.order_id = 0;
-              fail_request(self, to_api_error(e));
-            });
+  note_attempt(self, st.picked);
+  st.attempting = true;
+  st.path->start(self, std::move(st.picked));
 }
 
-} // namespace
-
-void select_worker(request_self self) {
+/// Asks the path's policies for the workers of the next attempt, all at once.
+void select_workers(request_self self) {
   auto& st = self->state;
   if (st.cancelled) {
     return finish_request(self);
   }
-  auto prefer = stateful_worker(self);
-  if (prefer.empty() && locate_response(self)) {
+  auto prefer = stateful_worker(st);
+  if (prefer.empty() && locate_response(self, st.path->stateful_role(), select_workers)) {
     return;
   }
   st.pinned = !prefer.empty();
   st.svc->tracker->update(st.in->request_id, services::request_phase::selecting);
-  selection sel;
-  sel.model = st.facts.model.value_or("");
-  sel.role = st.role;
-  sel.exclude = st.tried;
-  sel.routing_key = routing_key(st.in->req);
-  sel.prompt = request_prompt(st.in, st.in->req.body(), st.in->op, st.facts);
-  sel.provider = protocol::api_provider(st.in->op);
-  sel.prefer = std::move(prefer);
-  self->request(st.svc->regular_policy, caf::infinite, select_atom_v, std::move(sel))
-      .then([self](worker_entry_ptr& w) { dispatch(self, std::move(w)); },
-            [self](caf::error& e) {
-              auto& st = self->state;
-              if (st.held) {
-                // No other worker to try: the client gets the last one's own answer.
-                st.sink = std::move(st.held);
-                st.status = st.sink->status();
-                st.sink->release_held();
-                return finish_request(self);
-              }
-              // After a failed attempt, running out of workers is that failure's fault.
-              fail_request(self, st.last_failure ? *st.last_failure : to_api_error(e));
+  auto picks = st.path->picks();
+  st.pending_picks = static_cast<unsigned>(picks.size());
+  st.picked.assign(picks.size(), nullptr);
+  st.pick_errors.assign(picks.size(), std::nullopt);
+  for (std::size_t i = 0; i < picks.size(); ++i) {
+    self->request(picks[i].policy, caf::infinite, select_atom_v,
+                  selection_for(st, picks[i].role, prefer))
+        .then(
+            [self, i](worker_entry_ptr& w) {
+              self->state.picked[i] = std::move(w);
+              on_picked(self);
+            },
+            [self, i](caf::error& e) {
+              self->state.pick_errors[i] = to_api_error(e);
+              on_picked(self);
             });
+  }
 }
 
-namespace {
+/// Ends the request with the attempt's failure `err` (or the worker's answer it kept).
+void answer(request_self self, const protocol::api_error& err, bool worker_answer) {
+  auto& st = self->state;
+  auto status = st.path->fail(self, err, worker_answer);
+  st.status = status.value_or(protocol::http_status(err.code));
+  if (!worker_answer) {
+    st.error = err.code; // the gateway's own error (a relayed worker error is the worker's)
+  }
+  finish_request(self);
+}
 
 /// Parses the request and decides how it is served.
 void start(request_self self) {
   auto& st = self->state;
-  const auto& op = protocol::info(st.in->op);
-  if (op.has_body) {
+  if (st.op->has_body) {
     auto scan = protocol::scan_and_validate(st.in->op, st.in->req.body());
     if (scan.error) {
       return fail_request(self, *scan.error);
@@ -215,36 +160,54 @@ void start(request_self self) {
   if (!model.empty()) {
     st.svc->tracker->set_model(st.in->request_id, model);
   }
-  auto fleet = st.svc->fleet->get();
-  auto service = fleet->service_of(model);
+  auto service = st.svc->fleet->get()->service_of(model);
   if (!model.empty() && !service.known) {
     return fail_request(self, {protocol::error_code::model_not_found,
                                "the model '" + model + "' does not exist", "model"});
   }
-  // A model with regular workers is served by them; one with only a prefill/decode pair, by
-  // the pair. Of the other endpoints, `/health_generate` checks a pair and the model and
-  // server info come from a prefill worker; the rest need regular workers.
+  // A model with regular workers is served by them; one with only prefill/decode pairs as its
+  // operation's row says: by a pair, by one prefill or decode worker, or (needing a regular
+  // worker) not at all.
+  auto role = protocol::worker_type::regular;
+  bool pair = false;
   if (service.pd && !service.regular) {
-    if (op.pd_capable || st.in->op == protocol::operation::health_generate) {
-      return start_pd(self);
-    }
-    switch (st.in->op) {
-    case protocol::operation::get_model_info:
-    case protocol::operation::get_server_info:
-      st.role = protocol::worker_type::prefill;
+    switch (st.op->pd) {
+    case protocol::pd_service::pair:
+      pair = true;
       break;
-    case protocol::operation::responses_get:
-    case protocol::operation::responses_delete:
-    case protocol::operation::responses_cancel:
-    case protocol::operation::responses_input_items:
-      // A response is stored by the decode worker that wrote it.
-      st.role = protocol::worker_type::decode;
+    case protocol::pd_service::prefill:
+      role = protocol::worker_type::prefill;
       break;
-    default:
+    case protocol::pd_service::decode:
+      role = protocol::worker_type::decode;
+      break;
+    case protocol::pd_service::none:
       break;
     }
   }
-  select_worker(self);
+  st.path = pair ? make_pd_path(*st.svc) : make_single_path(*st.svc, role);
+  if (auto err = st.path->prepare(self)) {
+    return fail_request(self, *err);
+  }
+  select_workers(self);
+}
+
+void on_cancel(request_self self) {
+  auto& st = self->state;
+  if (st.finished || st.cancelled) {
+    return;
+  }
+  st.cancelled = true;
+  st.status = protocol::http_status(protocol::error_code::client_closed);
+  if (st.in->reply->stopped_reading()) {
+    spdlog::info("[{}] the client stopped reading: no write to it progressed for {} s, "
+                 "connection closed",
+                 st.in->request_id, st.svc->cfg.client_write_timeout.count());
+  }
+  // With an exchange in flight, its end (cancelled) finishes the request.
+  if (!(st.path && st.path->cancel(self)) && !cancel_lookup(self)) {
+    finish_request(self);
+  }
 }
 
 request_actor::behavior_type request_behavior(request_self self, services_ptr svc,
@@ -252,9 +215,9 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
   auto& st = self->state;
   st.svc = std::move(svc);
   st.in = std::move(in);
-  st.format = protocol::info(st.in->op).format;
+  st.op = &protocol::info(st.in->op);
   st.deadline = st.in->received + st.svc->cfg.request_timeout;
-  st.svc->tracker->begin(st.in->request_id, std::string(protocol::info(st.in->op).name));
+  st.svc->tracker->begin(st.in->request_id, std::string(st.op->name));
   auto addr = caf::actor_cast<caf::actor_addr>(self);
   st.in->reply->on_disconnect([addr] {
     if (auto h = caf::actor_cast<request_actor>(addr)) {
@@ -265,43 +228,82 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
   return {
       [self](tick_atom) {
         if (!self->state.finished) {
-          select_worker(self);
+          select_workers(self);
         }
       },
-      [self](cancel_atom) {
-        auto& st = self->state;
-        if (st.finished || st.cancelled) {
-          return;
-        }
-        st.cancelled = true;
-        st.status = protocol::http_status(protocol::error_code::client_closed);
-        if (st.in->reply->stopped_reading()) {
-          spdlog::info("[{}] the client stopped reading: no write to it progressed for {} s, "
-                       "connection closed",
-                       st.in->request_id, st.svc->cfg.client_write_timeout.count());
-        }
-        if (st.pd) {
-          return cancel_pd(self);
-        }
-        if (st.order_id != 0) {
-          // The outcome (cancelled) arrives next and finishes the request.
-          self->send(st.worker->proxy, cancel_atom_v, st.order_id);
-        } else {
-          finish_request(self);
-        }
-      },
+      [self](cancel_atom) { on_cancel(self); },
   };
 }
 
 } // namespace
 
-void note_worker(request_self self, const std::string& worker_id) {
+void attempt_done(request_self self, attempt_end end) {
+  auto& st = self->state;
+  st.attempting = false;
+  st.ttft = end.ttft;
+  if (st.cancelled || end.cancelled) {
+    // The status the client got: its head's, or none (499).
+    st.status =
+        end.status ? end.status : protocol::http_status(protocol::error_code::client_closed);
+    return finish_request(self);
+  }
+  st.status = end.status;
+  if (!end.failure) {
+    return finish_request(self);
+  }
+  const auto& err = *end.failure;
+  auto who = last_attempt(st);
+  auto now = std::chrono::steady_clock::now();
+  if (end.retry == retry_kind::after_backoff && may_retry(st)) {
+    // A retryable status, kept from the client: another worker gets the request after a
+    // backoff; when the wait would outlast the deadline, the client gets the answer as the
+    // worker gave it.
+    auto delay = retry_backoff(st.svc->cfg.retry, st.backoffs, jitter_draw());
+    if (now + delay < st.deadline) {
+      spdlog::info("[{}] {} answered {}: retrying on another worker in {} ms", st.in->request_id,
+                   who, end.status, delay.count());
+      st.tried.insert(st.tried.end(), end.failed_workers.begin(), end.failed_workers.end());
+      st.last_failure.reset();
+      ++st.backoffs;
+      if (st.svc->metrics) {
+        st.svc->metrics->on_retry(true);
+      }
+      if (delay.count() == 0) {
+        return select_workers(self);
+      }
+      st.svc->tracker->update(st.in->request_id, services::request_phase::backing_off);
+      self->delayed_send(self, delay, tick_atom_v);
+      return;
+    }
+    return answer(self, err, end.worker_answer);
+  }
+  spdlog::warn("[{}] {} failed: {}", st.in->request_id, who,
+               end.detail.empty() ? err.message : end.detail);
+  if (end.retry == retry_kind::at_once && may_retry(st) && now < st.deadline) {
+    st.tried.insert(st.tried.end(), end.failed_workers.begin(), end.failed_workers.end());
+    st.last_failure = err;
+    st.path->drop_kept();
+    if (st.svc->metrics) {
+      st.svc->metrics->on_retry(false);
+    }
+    return select_workers(self);
+  }
+  answer(self, err, end.worker_answer);
+}
+
+bool may_retry(const request_state& st) {
+  return st.tried.size() < st.svc->cfg.retry.max_retries;
+}
+
+void note_attempt(request_self self, std::span<const worker_entry_ptr> workers) {
   auto& st = self->state;
   if (!st.worker_ids.empty()) {
     st.worker_ids += ",";
   }
-  st.worker_ids += worker_id;
-  st.svc->tracker->add_worker(st.in->request_id, worker_id);
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    st.worker_ids += (i ? "+" : "") + workers[i]->id;
+    st.svc->tracker->add_worker(st.in->request_id, workers[i]->id);
+  }
 }
 
 void fail_request(request_self self, const protocol::api_error& err) {
@@ -309,14 +311,13 @@ void fail_request(request_self self, const protocol::api_error& err) {
   if (st.finished) {
     return;
   }
-  st.status = protocol::http_status(err.code);
-  st.error = err.code;
-  if (st.sink) {
-    st.sink->fail(err);
-  } else {
+  auto status = st.path ? st.path->fail(self, err, false) : std::nullopt;
+  if (!status) {
     st.in->reply->respond(
-        make_error_response(err, st.format, st.in->request_id, st.in->req.version()));
+        make_error_response(err, st.op->format, st.in->request_id, st.in->req.version()));
   }
+  st.status = status.value_or(protocol::http_status(err.code));
+  st.error = err.code;
   finish_request(self);
 }
 
@@ -336,7 +337,7 @@ void finish_request(request_self self) {
                error.empty() ? "" : " error=", error);
   if (auto& m = st.svc->metrics) {
     services::request_outcome out;
-    out.endpoint = protocol::info(st.in->op).name;
+    out.endpoint = st.op->name;
     out.model = model_label(st);
     out.streaming = st.facts.stream;
     out.error_type = error;
@@ -361,6 +362,23 @@ transport::upstream_call make_upstream_call(request_self self, const worker_entr
   return call;
 }
 
+std::shared_ptr<relay_sink> make_relay_sink(request_self self,
+                                            std::shared_ptr<transport::reply_channel> reply,
+                                            const std::string& worker_id) {
+  auto& st = self->state;
+  response_observer observer;
+  if (st.op->creates_response) {
+    observer = services::remember_response_id(st.svc->responses, worker_id);
+  }
+  auto sink = std::make_shared<relay_sink>(
+      std::move(reply), st.in->request_id, st.op->format, st.svc->cfg.max_response_size,
+      st.svc->cfg.max_error_response_size, std::move(observer));
+  sink->on_stream_start([tracker = st.svc->tracker, id = st.in->request_id] {
+    tracker->update(id, services::request_phase::streaming);
+  });
+  return sink;
+}
+
 protocol::api_error exchange_error(const exchange_result& r, std::chrono::seconds timeout) {
   using protocol::error_code;
   switch (r.status) {
@@ -383,6 +401,11 @@ protocol::api_error exchange_error(const exchange_result& r, std::chrono::second
     break;
   }
   return {error_code::internal_error, "unexpected exchange outcome", {}};
+}
+
+bool untouched(const exchange_result& r) {
+  return r.status == exchange_status::connect_failed ||
+         (r.status == exchange_status::broken && !r.head_received);
 }
 
 request_actor spawn_request(const services_ptr& svc, std::shared_ptr<inbound_request> in) {

@@ -40,27 +40,28 @@ std::optional<std::size_t> bootstrap_batch_size(operation op, const json& body) 
   if (!body.is_object()) {
     return std::nullopt;
   }
-  switch (op) {
-  case operation::generate: {
+  switch (info(op).batch) {
+  case batch_rule::text_or_ids: {
     if (auto n = list_size(body, "text", [](const json&) { return true; })) {
       return n;
     }
     // `input_ids` is a token list (one prompt) or a list of token lists (a batch).
     return list_size(body, "input_ids", [](const json& e) { return e.is_array(); });
   }
-  case operation::chat_completions: {
+  case batch_rule::choices: {
     auto it = body.find("n");
     if (it != body.end() && it->is_number_integer() && it->get<std::int64_t>() > 1) {
       return static_cast<std::size_t>(it->get<std::int64_t>());
     }
     return std::nullopt;
   }
-  case operation::completions:
+  case batch_rule::prompt_list:
     // A list of strings or of token lists is a batch; a flat token list is one prompt.
     return list_size(body, "prompt", [](const json& e) { return e.is_string() || e.is_array(); });
-  default:
-    return std::nullopt;
+  case batch_rule::none:
+    break;
   }
+  return std::nullopt;
 }
 
 std::vector<std::uint64_t> inject_bootstrap(json& body, std::optional<std::size_t> batch,

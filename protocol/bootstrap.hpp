@@ -38,10 +38,11 @@ private:
 /// by the body size) is refused rather than expanded.
 inline constexpr std::size_t max_bootstrap_batch = 4096;
 
-/// Sequences of a PD request that each need their own bootstrap room: `/generate` with a `text`
-/// list or an `input_ids` batch (list of lists), chat completions with `n > 1`, completions with
-/// a list `prompt` (of strings or of token lists; a flat token list is one prompt). Nothing for
-/// a single request, whose bootstrap fields are scalars.
+/// Sequences of a PD request that each need their own bootstrap room, as its operation's
+/// `batch_rule` counts them: `/generate` with a `text` list or an `input_ids` batch (list of
+/// lists), chat completions with `n > 1`, completions with a list `prompt` (of strings or of
+/// token lists; a flat token list is one prompt). Nothing for a single request, whose bootstrap
+/// fields are scalars.
 std::optional<std::size_t> bootstrap_batch_size(operation op, const nlohmann::ordered_json& body);
 
 /// Sets `bootstrap_host`, `bootstrap_port` and `bootstrap_room` on `body` (a JSON object): as

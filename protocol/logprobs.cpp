@@ -81,10 +81,11 @@ std::string dump(const json& j) {
 } // namespace
 
 bool wants_input_logprobs(operation op, const json& body) {
-  if (op != operation::generate || !body.is_object()) {
+  auto flag = info(op).input_logprobs;
+  if (flag.empty() || !body.is_object()) {
     return false;
   }
-  auto it = body.find("return_logprob");
+  auto it = body.find(flag);
   if (it == body.end()) {
     return false;
   }

@@ -10,8 +10,9 @@
 
 namespace troupe::protocol {
 
-/// True when a PD request asks for input logprobs that only its prefill leg computes:
-/// `"return_logprob": true` on `/generate`.
+/// True when a PD request asks for input logprobs that only its prefill leg computes: its
+/// operation's flag (`operation_info::input_logprobs`: `return_logprob` on `/generate`) is
+/// true, or true for some sequence of a batch.
 bool wants_input_logprobs(operation op, const nlohmann::ordered_json& body);
 
 /// The `meta_info.input_token_logprobs` a prefill worker returned, per sequence: the position

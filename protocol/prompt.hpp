@@ -25,7 +25,7 @@ struct prompt_spans {
 /// The prompt-bearing top-level fields of `op`, in prompt order (at most two): chat
 /// `messages`; completions `prompt`; Anthropic `system`, `messages`; Responses `instructions`,
 /// `input`; SGLang `/generate` `text`, `input_ids`. Empty for other operations. Every one is
-/// among `watched_fields(op)`.
+/// among `watched_fields(op)` (`operation_info::prompt`).
 std::span<const std::string_view> prompt_fields(operation op) noexcept;
 
 /// Where the prompt of `body` lies, from the facts of its scan with `watched_fields(op)`:

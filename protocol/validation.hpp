@@ -11,12 +11,13 @@
 namespace troupe::protocol {
 
 /// The first stage of every data-plane request: what an operation requires of its body, checked
-/// from the facts of one SAX scan (no DOM). One table row per operation; operations without
-/// rules (SGLang `/generate`, bodiless routes) pass. The errors are the route's own 400s, e.g.
+/// from the facts of one SAX scan (no DOM). The rules are the operation's row
+/// (`operation_info::rules`, protocol/routes.cpp); operations without rules (SGLang
+/// `/generate`, bodiless routes) pass. The errors are the route's own 400s, e.g.
 /// Anthropic's `max_tokens: Field required`.
 
 /// The top-level fields `validate` needs the scan to watch for `op`, and its prompt fields
-/// (protocol/prompt.hpp): pass them to `scan_request`.
+/// (`operation_info::watched`): pass them to `scan_request`.
 std::span<const std::string_view> watched_fields(operation op) noexcept;
 
 /// Checks `facts` (scanned with `watched_fields(op)`) against the rules of `op`; the client

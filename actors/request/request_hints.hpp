@@ -1,9 +1,9 @@
 #pragma once
 
 // What a request tells the policies beyond its model: its session-affinity key and its prompt
-// (for request.cpp and pd_request.cpp).
+// (for the request actor and its paths).
 
-#include "actors/policy.hpp"
+#include "actors/policies/selection.hpp"
 #include "protocol/request_scan.hpp"
 #include "protocol/routes.hpp"
 #include "transport/http_types.hpp"

@@ -1,13 +1,18 @@
 #pragma once
 
-// Internal to the request actor (request.cpp) and its prefill/decode path (pd_request.cpp).
+// Internal to the request actor (actors/request.cpp) and its paths (actors/request/).
 
 #include "actors/request.hpp"
 #include "actors/request/relay_sink.hpp"
+#include "actors/request/request_path.hpp"
 #include "protocol/request_scan.hpp"
+#include "protocol/routes.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
+#include <chrono>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,42 +24,46 @@ struct request_state {
 
   services_ptr svc;
   std::shared_ptr<inbound_request> in;
-  protocol::api_format format = protocol::api_format::openai;
+  const protocol::operation_info* op = nullptr; ///< The operation's row.
   protocol::request_facts facts;
   std::chrono::steady_clock::time_point deadline;
+  std::unique_ptr<request_path> path; ///< One worker per attempt, or a prefill/decode pair.
+  /// The prompt, for a cache-aware policy: views into the body, or into a copy the path keeps.
+  prompt_ref prompt;
 
-  // -- regular dispatch --
-  std::vector<std::string> tried; ///< Workers that failed this request.
-  worker_entry_ptr worker;        ///< The current worker.
-  std::uint64_t order_id = 0;     ///< The current dispatch order, 0 when none.
-  std::shared_ptr<relay_sink> sink;
+  // -- attempts --
+  std::vector<std::string> tried; ///< Workers that failed this request: never picked again.
+  /// The last attempt's failure, when another attempt followed: the client's answer if the
+  /// workers run out.
   std::optional<protocol::api_error> last_failure;
-  /// The last failed attempt's answer, when it was a retryable status kept from the client:
-  /// the client gets it if no other worker can be tried.
-  std::shared_ptr<relay_sink> held;
-  unsigned backoffs = 0; ///< Waits before a retry so far (the next one is longer).
-  bool pinned = false;   ///< Sent to the worker storing the Responses object it names.
-  bool located = false;  ///< The workers were asked for the Responses object the request names.
-  /// The role of the worker a single dispatch goes to: regular, or prefill for the info
-  /// routes of a fleet with only prefill/decode pairs.
-  protocol::worker_type role = protocol::worker_type::regular;
+  unsigned backoffs = 0;   ///< Waits before a retry so far (the next one is longer).
+  bool attempting = false; ///< An attempt runs (its end has not come yet).
+  bool pinned = false;     ///< Sent to the worker storing the Responses object it names.
+  bool located = false;    ///< The workers were asked for the Responses object the request names.
+  worker_entry_ptr lookup_worker; ///< The worker asked for it now, while a lookup runs.
+  std::uint64_t lookup_order = 0; ///< That exchange's order, 0 when none runs.
 
-  // -- prefill/decode dispatch (pd_request.cpp) --
-  std::shared_ptr<struct pd_join> pd; ///< Set while the request is served by a pair.
+  // -- selection in progress --
+  unsigned pending_picks = 0;           ///< Policy answers still awaited.
+  std::vector<worker_entry_ptr> picked; ///< One per `path->picks()` entry.
+  std::vector<std::optional<protocol::api_error>> pick_errors;
 
   // -- outcome, for the log line and the metrics --
   unsigned status = 0;
-  /// Set when the gateway answered with an error of its own (`fail_request` sets it; a path
-  /// that answers errors another way sets it too, or the error counts as `upstream_status`).
+  /// Set when the gateway answered with an error of its own (`fail_request` sets it; a
+  /// relayed worker error is the worker's, and counts as `upstream_status`).
   std::optional<protocol::error_code> error;
   std::chrono::microseconds ttft{0};
-  std::string worker_ids; ///< Comma-separated.
+  std::string worker_ids; ///< Comma-separated attempts; a pair is `prefill+decode`.
 
   bool cancelled = false; ///< The client left.
   bool finished = false;
 };
 
-using request_self = request_actor::stateful_pointer<request_state>;
+// -- the request actor's core (request.cpp), for its paths --
+
+/// An attempt is over: the request retries on other workers, answers, or finishes.
+void attempt_done(request_self self, attempt_end end);
 
 /// Answers with `err` (an error response, or an error event if a stream started) and stops.
 void fail_request(request_self self, const protocol::api_error& err);
@@ -62,7 +71,15 @@ void fail_request(request_self self, const protocol::api_error& err);
 /// Logs the request's line, removes it from the tracker and stops the actor.
 void finish_request(request_self self);
 
-/// The upstream call for `worker`: the client's method, path and body, forwarded headers.
+/// Records that an attempt went to `workers` (for the log line and /admin/requests) and marks
+/// the request dispatched.
+void note_attempt(request_self self, std::span<const worker_entry_ptr> workers);
+
+/// True while another attempt may follow this one (the retry budget is not spent).
+bool may_retry(const request_state& st);
+
+/// The upstream call for `worker`: the client's method, path and `body`, forwarded headers,
+/// the request's deadline.
 transport::upstream_call make_upstream_call(request_self self, const worker_entry& worker,
                                             std::string body);
 
@@ -70,25 +87,29 @@ transport::upstream_call make_upstream_call(request_self self, const worker_entr
 protocol::api_error exchange_error(const transport::exchange_result& r,
                                    std::chrono::seconds timeout);
 
-/// Records that the request went to `worker_id` (for the log line and /admin/requests).
-void note_worker(request_self self, const std::string& worker_id);
+/// True when an exchange that ended with `r` failed before the worker saw the request (no
+/// connection, or closed before any answer): another worker may be tried.
+bool untouched(const transport::exchange_result& r);
 
-/// Picks a worker for a single dispatch (again after a failed attempt) and dispatches.
-void select_worker(request_self self);
+/// A relay sink for the response of an attempt on `worker_id`, answering through `reply`: the
+/// node's size limits, the request's `streaming` phase when an event stream starts, and, for an
+/// operation that creates a Responses object, the worker remembered as the one storing it.
+std::shared_ptr<relay_sink> make_relay_sink(request_self self,
+                                            std::shared_ptr<transport::reply_channel> reply,
+                                            const std::string& worker_id);
 
-/// The worker known to store the Responses object the request names, or empty
-/// (response_locate.cpp).
-std::string stateful_worker(request_self self);
+// -- Responses objects (response_locate.cpp) --
+
+/// The worker known to store the Responses object the request names, or empty.
+std::string stateful_worker(const request_state& st);
 
 /// When the request names a Responses object this node does not know the place of, asks the
-/// workers in turn, then calls `select_worker` again; returns false (doing nothing) otherwise
-/// or once it was done (response_locate.cpp).
-bool locate_response(request_self self);
+/// workers of `role` in turn and calls `then` once it knows (or nobody has it); returns false
+/// (doing nothing) otherwise, or once it was done.
+bool locate_response(request_self self, protocol::worker_type role, void (*then)(request_self));
 
-/// Serves the request with a prefill/decode pair (pd_request.cpp).
-void start_pd(request_self self);
-
-/// The client left a request served by a pair: cancels both legs (pd_request.cpp).
-void cancel_pd(request_self self);
+/// The client left while a worker is asked for a Responses object: cancels that exchange,
+/// whose end finishes the request. False when no lookup runs.
+bool cancel_lookup(request_self self);
 
 } // namespace troupe::actors

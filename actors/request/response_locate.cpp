@@ -3,7 +3,8 @@
 // created through another cluster node, or before this node restarted — would otherwise go
 // wherever the policy sends it and meet a 404 from a worker that does not store it. Instead the
 // request actor first asks the eligible workers in turn, `GET /v1/responses/{id}`, and sends the
-// request to the first that has it (and remembers it). Only misses pay for this.
+// request to the first that has it (and remembers it). Only misses pay for this. The request
+// actor says what follows the search (`then`): its selection of the worker, now preferring it.
 
 #include "actors/errors.hpp"
 #include "actors/request/request_state.hpp"
@@ -20,57 +21,58 @@ namespace {
 /// Largest lookup answer read: only its status matters, the rest is discarded.
 constexpr std::size_t lookup_body_limit = 1 << 20;
 
-/// The response a request names: `/v1/responses/{id}...`, or a create's
-/// `previous_response_id`; nullptr for other requests.
+/// The response a request names (its operation's row says where: the route's `{id}`, or a
+/// create's `previous_response_id`); nullptr for other requests.
 const std::string* named_response(const request_state& st) {
-  switch (st.in->op) {
-  case protocol::operation::responses_get:
-  case protocol::operation::responses_delete:
-  case protocol::operation::responses_cancel:
-  case protocol::operation::responses_input_items:
+  switch (st.op->names_response) {
+  case protocol::response_ref::path:
     return st.in->params.empty() ? nullptr : &st.in->params.front();
-  case protocol::operation::responses_create:
+  case protocol::response_ref::previous:
     return st.facts.previous_response_id ? &*st.facts.previous_response_id : nullptr;
-  default:
-    return nullptr;
+  case protocol::response_ref::none:
+    break;
   }
+  return nullptr;
 }
 
-void probe(request_self self, std::string id, std::vector<std::string> probed,
-           worker_entry_ptr worker);
+/// One search: the response sought, the workers of `role` asked so far, and what follows.
+struct lookup {
+  std::string id;
+  protocol::worker_type role;
+  std::vector<std::string> probed;
+  void (*then)(request_self);
+};
+
+void probe(request_self self, lookup l, worker_entry_ptr worker);
 
 /// Asks the policy for the next worker not asked yet, and asks it.
-void next_probe(request_self self, std::string id, std::vector<std::string> probed) {
+void next_probe(request_self self, lookup l) {
   auto& st = self->state;
   if (st.cancelled) {
     return finish_request(self);
   }
   selection sel;
   sel.model = st.facts.model.value_or(""); // a create continuing a response names its model
-  sel.role = st.role;
-  sel.exclude = probed;
+  sel.role = l.role;
+  sel.exclude = l.probed;
   sel.exclude.insert(sel.exclude.end(), st.tried.begin(), st.tried.end());
-  sel.provider = protocol::api_provider(st.in->op);
+  sel.provider = st.op->provider;
   self->request(st.svc->regular_policy, caf::infinite, select_atom_v, std::move(sel))
-      .then(
-          [self, id, probed](worker_entry_ptr& w) mutable {
-            probe(self, std::move(id), std::move(probed), std::move(w));
-          },
-          [self, id](caf::error&) {
-            // Nobody has it (or nobody answered): the request goes where the policy sends
-            // it, and the worker's own answer (a 404 in its words) reaches the client.
-            spdlog::debug("[{}] no worker stores response {}", self->state.in->request_id, id);
-            self->state.located = true;
-            select_worker(self);
-          });
+      .then([self, l](worker_entry_ptr& w) mutable { probe(self, std::move(l), std::move(w)); },
+            [self, l](caf::error&) {
+              // Nobody has it (or nobody answered): the request goes where the policy sends
+              // it, and the worker's own answer (a 404 in its words) reaches the client.
+              spdlog::debug("[{}] no worker stores response {}", self->state.in->request_id, l.id);
+              self->state.located = true;
+              l.then(self);
+            });
 }
 
-void probe(request_self self, std::string id, std::vector<std::string> probed,
-           worker_entry_ptr worker) {
+void probe(request_self self, lookup l, worker_entry_ptr worker) {
   auto& st = self->state;
   transport::upstream_call call;
   call.method = transport::http::verb::get;
-  call.target = "/v1/responses/" + id;
+  call.target = "/v1/responses/" + l.id;
   call.headers = upstream_headers(st.in->req, *worker, st.in->request_id, st.svc->cfg.api_key);
   // A worker that cannot say within a health check's time whether it has the response is
   // passed over; the request's own deadline bounds the whole search.
@@ -78,43 +80,44 @@ void probe(request_self self, std::string id, std::vector<std::string> probed,
       std::min(st.deadline, std::chrono::steady_clock::now() + st.svc->cfg.worker.health_timeout);
   auto sink = std::make_shared<transport::collect_sink>(lookup_body_limit);
   dispatch_order order{next_order_id(), std::move(call), sink};
-  st.worker = worker;
-  st.order_id = order.id;
-  note_worker(self, worker->id);
+  st.lookup_worker = worker;
+  st.lookup_order = order.id;
+  note_attempt(self, std::span<const worker_entry_ptr>{&worker, 1});
   self->request(worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
       .then(
-          [self, id, probed, worker, sink](transport::exchange_result& r) mutable {
+          [self, l, worker, sink](transport::exchange_result& r) mutable {
             auto& st = self->state;
-            st.order_id = 0;
+            st.lookup_order = 0;
             if (st.cancelled || r.status == transport::exchange_status::cancelled) {
               return finish_request(self);
             }
             if (sink->status() / 100 == 2) {
-              spdlog::debug("[{}] response {} is stored by {}", st.in->request_id, id, worker->id);
-              st.svc->responses->remember(id, worker->id);
+              spdlog::debug("[{}] response {} is stored by {}", st.in->request_id, l.id,
+                            worker->id);
+              st.svc->responses->remember(l.id, worker->id);
               st.located = true;
-              return select_worker(self);
+              return l.then(self);
             }
-            probed.push_back(worker->id);
-            next_probe(self, std::move(id), std::move(probed));
+            l.probed.push_back(worker->id);
+            next_probe(self, std::move(l));
           },
           [self](caf::error& e) {
-            self->state.order_id = 0;
+            self->state.lookup_order = 0;
             fail_request(self, to_api_error(e));
           });
 }
 
 } // namespace
 
-std::string stateful_worker(request_self self) {
-  auto* id = named_response(self->state);
+std::string stateful_worker(const request_state& st) {
+  auto* id = named_response(st);
   if (!id) {
     return {};
   }
-  return self->state.svc->responses->worker_of(*id).value_or("");
+  return st.svc->responses->worker_of(*id).value_or("");
 }
 
-bool locate_response(request_self self) {
+bool locate_response(request_self self, protocol::worker_type role, void (*then)(request_self)) {
   auto& st = self->state;
   if (st.located) {
     return false;
@@ -124,7 +127,16 @@ bool locate_response(request_self self) {
     return false;
   }
   st.svc->tracker->update(st.in->request_id, services::request_phase::locating);
-  next_probe(self, *id, {});
+  next_probe(self, lookup{*id, role, {}, then});
+  return true;
+}
+
+bool cancel_lookup(request_self self) {
+  auto& st = self->state;
+  if (st.lookup_order == 0) {
+    return false;
+  }
+  self->send(st.lookup_worker->proxy, cancel_atom_v, st.lookup_order);
   return true;
 }
 
