@@ -1,0 +1,70 @@
+#pragma once
+
+#include "transport/http_types.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace troupe::transport {
+
+/// The head of a streamed response (its body follows as chunks).
+using stream_head = http::response<http::empty_body>;
+
+/// One piece of a response as a reply channel hands it to its connection.
+struct write_item {
+  struct head {
+    std::shared_ptr<stream_head> msg;
+  };
+  struct chunk {
+    std::string data;
+  };
+  struct last_chunk {};
+  std::variant<std::shared_ptr<response>, head, chunk, last_chunk> what;
+};
+
+/// Bytes ready for the socket: `prefix`, then `payload` (kept as given, not copied), then
+/// `suffix`. The head of a response and the framing of a chunk are written by hand: the same
+/// bytes as Beast's serializer at a fraction of its cost, and queued pieces go out in one write.
+struct wire_item {
+  std::string prefix;
+  std::string payload;
+  std::string_view suffix;
+  bool ends_response = false;
+};
+
+/// Appends the status line and header fields of `head` (minus framing fields: the caller adds
+/// its own), without the blank line.
+void serialize_head(std::string& out, const http::response_header<>& head);
+
+/// Frames the responses of one connection, one at a time: heads get our framing fields, chunks
+/// chunked encoding (HTTP/1.0 clients get the raw stream, delimited by closing the connection).
+class response_framer {
+public:
+  /// A new response to a request of HTTP `version`; `keep_alive`: the connection may stay open.
+  void begin(unsigned version, bool keep_alive) noexcept {
+    version_ = version;
+    keep_alive_ = keep_alive;
+    chunked_ = false;
+  }
+
+  /// The connection closes after the current response.
+  void close_after() noexcept { keep_alive_ = false; }
+
+  /// False once the connection must close after the current response.
+  bool keep_alive() const noexcept { return keep_alive_; }
+
+  /// `item` as bytes for the socket.
+  wire_item frame(write_item item);
+
+private:
+  /// The Connection field a response needs beyond HTTP's default, with its leading CRLF.
+  std::string_view connection_field() const noexcept;
+
+  unsigned version_ = 11;  ///< HTTP version of the current request.
+  bool keep_alive_ = true; ///< The connection stays open after the current response.
+  bool chunked_ = false;   ///< The current stream uses chunked encoding.
+};
+
+} // namespace troupe::transport

@@ -1,0 +1,217 @@
+#include "transport/server_session.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/write.hpp>
+
+namespace troupe::transport {
+
+template <class Stream>
+server_session<Stream>::server_session(Stream&& stream, std::shared_ptr<const server_options> opts,
+                                       std::shared_ptr<const request_handler> handler)
+    : stream_(std::move(stream)), opts_(std::move(opts)), handler_(std::move(handler)),
+      backlog_(opts_->stream_buffer_bytes, opts_->flow_stats.get()),
+      watch_(stream_.get_executor(), opts_->write_timeout) {}
+
+template <class Stream> void server_session<Stream>::start() {
+  net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->do_read(); });
+}
+
+// -- reply_target --
+
+template <class Stream>
+void server_session<Stream>::deliver(std::uint64_t seq, write_item item, bool ends_response) {
+  if (!is_current(seq)) {
+    return;
+  }
+  writes_.push_back(framer_.frame(std::move(item)));
+  auto& w = writes_.back();
+  w.ends_response = ends_response;
+  backlog_.set(backlog_.bytes() + w.prefix.size() + w.payload.size() + w.suffix.size());
+  if (ends_response) {
+    // No further calls of this reply take effect; the write queue finishes the response.
+    // Its producer is done: no stream of this connection is paused any more.
+    current_->finished();
+    response_ending_ = true;
+    backlog_.forget_pause();
+  } else if (backlog_.above_high_water() && !backlog_.paused()) {
+    pause_source();
+  }
+  if (!writing_) {
+    do_write();
+  }
+}
+
+template <class Stream>
+void server_session<Stream>::set_source(std::uint64_t seq, std::weak_ptr<flow_source> source) {
+  if (!is_current(seq)) {
+    return;
+  }
+  current_->source(std::move(source));
+  if (backlog_.above_high_water()) {
+    pause_source(); // the client is behind already
+  }
+}
+
+template <class Stream> void server_session<Stream>::abort_response(std::uint64_t seq) {
+  if (!is_current(seq)) {
+    return;
+  }
+  current_->finished();
+  backlog_.forget_pause();
+  aborting_ = true;
+  stop_reading_ = true;
+  if (!writing_) {
+    close();
+  }
+}
+
+// -- writing --
+
+// Writes everything queued in one gather write.
+template <class Stream> void server_session<Stream>::do_write() {
+  writing_ = true;
+  in_flight_ = writes_.size();
+  in_flight_bytes_ = 0;
+  buffers_.clear();
+  for (std::size_t i = 0; i < in_flight_; ++i) {
+    auto& w = writes_[i];
+    for (std::string_view piece :
+         {std::string_view{w.prefix}, std::string_view{w.payload}, w.suffix}) {
+      if (!piece.empty()) {
+        buffers_.emplace_back(piece.data(), piece.size());
+        in_flight_bytes_ += piece.size();
+      }
+    }
+  }
+  net::async_write(
+      stream_, buffers_,
+      [this](const error_code& ec, std::size_t n) {
+        watch_.step(); // at the start and after each part written: progress
+        return net::transfer_all()(ec, n);
+      },
+      [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
+  if (!watch_.armed() && watch_.enabled()) {
+    watch_.begin(socket());
+    watch_writes();
+  }
+}
+
+template <class Stream> void server_session<Stream>::on_write(error_code ec) {
+  writing_ = false;
+  if (ec) {
+    writes_.clear();
+    backlog_.set(0);
+    return client_gone();
+  }
+  backlog_.set(backlog_.bytes() - in_flight_bytes_);
+  if (backlog_.drained()) {
+    resume_source();
+  }
+  if (aborting_ && writes_.size() == in_flight_) {
+    return close();
+  }
+  bool ended = false;
+  for (std::size_t i = 0; i < in_flight_; ++i) {
+    ended = writes_.front().ends_response;
+    writes_.pop_front();
+  }
+  if (!writes_.empty()) {
+    return do_write();
+  }
+  if (ended && response_ending_) {
+    response_done();
+  }
+}
+
+template <class Stream> void server_session<Stream>::response_done() {
+  current_.reset();
+  response_ending_ = false;
+  if (!framer_.keep_alive()) {
+    return close();
+  }
+  if (!queued_.empty()) {
+    auto next = std::move(queued_.front());
+    queued_.pop_front();
+    start_request(std::move(next.req), next.status);
+  }
+  if (!reading_) {
+    do_read();
+  } else if (!current_ && queued_.empty()) {
+    // The read in flight now waits for a new request: bound it by the idle timeout.
+    beast::get_lowest_layer(stream_).expires_after(opts_->idle_timeout);
+  }
+}
+
+// -- write timeout (write_watch.hpp) --
+
+template <class Stream> void server_session<Stream>::watch_writes() {
+  watch_.wait([weak = this->weak_from_this()](error_code ec) {
+    if (auto self = weak.lock()) {
+      self->on_write_watch(ec);
+    }
+  });
+}
+
+template <class Stream> void server_session<Stream>::on_write_watch(error_code ec) {
+  if (ec || closed_ || !writing_) {
+    return watch_.disarmed();
+  }
+  if (watch_.look(socket())) {
+    return write_timed_out();
+  }
+  watch_writes();
+}
+
+// The client reads nothing: it is dropped as if it had left (the request is cancelled), and
+// what it did not read is discarded with a reset instead of left to the kernel to deliver.
+template <class Stream> void server_session<Stream>::write_timed_out() {
+  if (auto* stats = opts_->flow_stats.get()) {
+    stats->write_timeouts.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (current_) {
+    current_->client_stalled();
+  }
+  error_code ignored;
+  socket().set_option(net::socket_base::linger(true, 0), ignored);
+  client_gone();
+}
+
+// -- flow control (write_backlog.hpp) --
+
+template <class Stream> void server_session<Stream>::pause_source() {
+  auto source = current_ ? current_->source() : nullptr;
+  backlog_.pause(source.get());
+}
+
+template <class Stream> void server_session<Stream>::resume_source() {
+  auto source = current_ ? current_->source() : nullptr;
+  backlog_.resume(source.get());
+}
+
+// -- ending --
+
+template <class Stream> void server_session<Stream>::client_gone() {
+  // A paused producer is not resumed: the disconnect callback cancels it.
+  backlog_.forget_pause();
+  if (current_) {
+    auto cur = std::move(current_);
+    cur->client_gone();
+  }
+  queued_.clear();
+  close();
+}
+
+template <class Stream> void server_session<Stream>::close() {
+  if (closed_) {
+    return;
+  }
+  closed_ = true;
+  watch_.cancel();
+  error_code ignored;
+  socket().shutdown(tcp::socket::shutdown_both, ignored);
+  beast::get_lowest_layer(stream_).close();
+}
+
+template class server_session<beast::tcp_stream>;
+
+} // namespace troupe::transport
