@@ -4,8 +4,10 @@
 #include "actors/request/retry_policy.hpp"
 #include "actors/worker_proxy.hpp"
 
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +59,12 @@ struct gateway_config {
   std::chrono::seconds client_write_timeout{300};
   std::chrono::seconds request_timeout{1800};
   std::chrono::seconds shutdown_grace{10};
+  /// A request head must be complete this long after its first byte (after the accept for a
+  /// connection's first request), else 408; 0: only the idle timeout bounds it.
+  std::chrono::milliseconds request_header_timeout{60000};
+  std::size_t max_connections = 8192;    ///< Client connections open at once; 0: no limit.
+  std::size_t max_request_headers = 100; ///< Header fields of a request head, at most (431).
+  std::size_t max_request_header_bytes = 64u * 1024; ///< Size of a request head, at most (431).
 
   // -- admission control (smg's flags; docs/architecture.md) --
   int max_concurrent_requests = -1; ///< Data-plane requests running at once; <= 0: no limit.
@@ -67,6 +75,15 @@ struct gateway_config {
   // -- security --
   std::string api_key;       ///< Data plane and worker management need it as a Bearer token.
   std::string admin_api_key; ///< `/admin/*` needs it; empty: `api_key` guards them too.
+
+  // -- TLS for clients and workers (smg's flags; apps/troupe/security.cpp loads the files) --
+  std::string tls_cert_path;              ///< HTTPS certificate chain of the API port.
+  std::string tls_key_path;               ///< Its private key.
+  bool prometheus_tls = false;            ///< The metrics port serves HTTPS too.
+  std::string client_cert_path;           ///< Client certificate shown to https workers.
+  std::string client_key_path;            ///< Its private key.
+  std::vector<std::string> ca_cert_paths; ///< CA bundles trusted for https workers.
+  std::shared_ptr<boost::asio::ssl::context> server_tls; ///< Null: the API is plain HTTP.
 
   // -- observability --
   std::string prometheus_host = "127.0.0.1";

@@ -3,8 +3,17 @@
 troupe-sim, through troupe, and through nginx as a plain keep-alive reverse proxy, interleaved
 in rounds, at several concurrencies. Prints requests/s, p50 and p99 per target and the ratios.
 
+With --tls, two more targets terminate TLS with the same certificate (EC P-256, made for the
+run with the openssl CLI): troupe with --tls-cert-path/--tls-key-path (`troupe_tls`) and nginx
+with `listen ssl` (`nginx_tls`); both still reach the simulator over plain HTTP. wrk keeps its
+connections, so this measures TLS on kept-alive connections (record encryption), not handshakes.
+
+With --baseline-bin PATH, another troupe binary (say, built at the commit before a change) runs
+as target `baseline` next to the current one, with the same flags.
+
 Usage: bench/proxy_bench.py [--rounds 3] [--duration 5] [--concurrency 1 64] [--build build]
-Needs wrk and nginx (scripts/install-deps.sh installs both).
+                            [--tls] [--baseline-bin PATH]
+Needs wrk and nginx (scripts/install-deps.sh installs both), and openssl for --tls.
 """
 
 import argparse
@@ -43,7 +52,52 @@ def wait_http(url, timeout=10):
     raise RuntimeError(f"{url} did not come up")
 
 
-def nginx_conf(tmp, port, upstream_port):
+def make_cert(tmp):
+    """A self-signed EC P-256 certificate for 127.0.0.1: (cert, key) paths."""
+    cert, key = os.path.join(tmp, "bench.crt"), os.path.join(tmp, "bench.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def nginx_tls_server(port, cert, key):
+    """An nginx server block terminating TLS 1.2+ on `port` with `cert`, proxying as the plain
+    one does."""
+    return f"""
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    location / {{
+      proxy_pass http://sim;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }}
+  }}"""
+
+
+def wait_https(url, timeout=10):
+    """As wait_http, over TLS without verifying the (self-signed) certificate."""
+    import ssl
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1, context=ctx) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def nginx_conf(tmp, port, upstream_port, extra_servers=""):
     return f"""
 worker_processes 1;
 daemon off;
@@ -65,7 +119,7 @@ http {{
       proxy_http_version 1.1;
       proxy_set_header Connection "";
     }}
-  }}
+  }}{extra_servers}
 }}
 """
 
@@ -116,6 +170,11 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--troupe-flag", action="append", default=[],
                     help="extra flag for troupe (repeatable), e.g. --troupe-flag=--io-threads=2")
+    ap.add_argument("--baseline-bin",
+                    help="another troupe binary (e.g. of the commit before a change), measured "
+                         "side by side as target `baseline`")
+    ap.add_argument("--tls", action="store_true",
+                    help="also measure troupe and nginx terminating TLS with the same certificate")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args()
 
@@ -143,36 +202,65 @@ def main():
             + args.troupe_flag,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_http(f"http://127.0.0.1:{troupe_port}/readiness")
+        if args.baseline_bin:
+            baseline_port = free_port()
+            procs.append(subprocess.Popen(
+                [args.baseline_bin, "--port", str(baseline_port), "--worker-urls",
+                 f"http://127.0.0.1:{sim_port}", "--log-level", "warn", "--prometheus-port", "0"]
+                + args.troupe_flag,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait_http(f"http://127.0.0.1:{baseline_port}/readiness")
+        extra_nginx = ""
+        if args.tls:
+            cert, key = make_cert(tmp)
+            troupe_tls_port, nginx_tls_port = free_port(), free_port()
+            procs.append(subprocess.Popen(
+                [troupe_bin, "--port", str(troupe_tls_port), "--worker-urls",
+                 f"http://127.0.0.1:{sim_port}", "--log-level", "warn", "--prometheus-port", "0",
+                 "--tls-cert-path", cert, "--tls-key-path", key] + args.troupe_flag,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait_https(f"https://127.0.0.1:{troupe_tls_port}/readiness")
+            extra_nginx = nginx_tls_server(nginx_tls_port, cert, key)
         for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             os.makedirs(os.path.join(tmp, d), exist_ok=True)
         with open(os.path.join(tmp, "nginx.conf"), "w") as f:
-            f.write(nginx_conf(tmp, nginx_port, sim_port))
+            f.write(nginx_conf(tmp, nginx_port, sim_port, extra_nginx))
         procs.append(subprocess.Popen([nginx, "-c", os.path.join(tmp, "nginx.conf")],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_http(f"http://127.0.0.1:{nginx_port}/health")
+        if args.tls:
+            wait_https(f"https://127.0.0.1:{nginx_tls_port}/health")
 
         script = os.path.join(tmp, "post.lua")
         with open(script, "w") as f:
             f.write(WRK_LUA.format(body=request_body(model)))
-        targets = {"direct": sim_port, "troupe": troupe_port, "nginx": nginx_port}
+        targets = {"direct": f"http://127.0.0.1:{sim_port}",
+                   "troupe": f"http://127.0.0.1:{troupe_port}",
+                   "nginx": f"http://127.0.0.1:{nginx_port}"}
+        if args.baseline_bin:
+            targets["baseline"] = f"http://127.0.0.1:{baseline_port}"
+        if args.tls:
+            targets["troupe_tls"] = f"https://127.0.0.1:{troupe_tls_port}"
+            targets["nginx_tls"] = f"https://127.0.0.1:{nginx_tls_port}"
         path = "/v1/chat/completions"
         # Warm-up: connections, caches, the prefix cache of the simulator.
-        for port in targets.values():
-            run_wrk(f"http://127.0.0.1:{port}{path}", 8, 1, script)
+        for base in targets.values():
+            run_wrk(f"{base}{path}", 8, 1, script)
 
         results = {c: {t: [] for t in targets} for c in args.concurrency}
         for r in range(args.rounds):
             for c in args.concurrency:
-                for name, port in targets.items():
-                    res = run_wrk(f"http://127.0.0.1:{port}{path}", c, args.duration, script)
+                for name, base in targets.items():
+                    res = run_wrk(f"{base}{path}", c, args.duration, script)
                     results[c][name].append(res)
                     print(f"round {r + 1} c={c:<3} {name:<7} {res['rps']:>9.0f} req/s  "
                           f"p50 {res['p50_ms']:.3f} ms  p99 {res['p99_ms']:.3f} ms"
                           + (f"  NON-2XX {res['non2xx']}" if res["non2xx"] else ""),
                           flush=True)
 
-        print("\nmedians over rounds (ratios are per round, then the median):")
-        print(f"{'c':>4} {'target':<7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        print("\nmedians over rounds (ratios are per round, then the median; a TLS target is "
+              "compared with nginx_tls):")
+        print(f"{'c':>4} {'target':<10} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
               f"{'vs direct':>9} {'vs nginx':>9}")
         summary = {}
         for c in args.concurrency:
@@ -180,15 +268,23 @@ def main():
                 rows = results[c][name]
                 vs_direct = statistics.median(
                     rows[i]["rps"] / results[c]["direct"][i]["rps"] for i in range(len(rows)))
+                ref = "nginx_tls" if name.endswith("_tls") else "nginx"
                 vs_nginx = statistics.median(
-                    rows[i]["rps"] / results[c]["nginx"][i]["rps"] for i in range(len(rows)))
+                    rows[i]["rps"] / results[c][ref][i]["rps"] for i in range(len(rows)))
                 med = {k: statistics.median(x[k] for x in rows) for k in ("rps", "p50_ms", "p99_ms")}
                 summary[f"c{c}_{name}"] = dict(med, vs_direct=vs_direct, vs_nginx=vs_nginx)
-                print(f"{c:>4} {name:<7} {med['rps']:>9.0f} {med['p50_ms']:>8.3f} "
+                print(f"{c:>4} {name:<10} {med['rps']:>9.0f} {med['p50_ms']:>8.3f} "
                       f"{med['p99_ms']:>8.3f} {vs_direct:>9.2f} {vs_nginx:>9.2f}")
             added_troupe = (summary[f"c{c}_troupe"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             added_nginx = (summary[f"c{c}_nginx"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             print(f"     added p50 at c={c}: troupe {added_troupe:+.0f} us, nginx {added_nginx:+.0f} us")
+            if args.tls:
+                cost = {n: statistics.median(
+                    results[c][f"{n}_tls"][i]["rps"] / results[c][n][i]["rps"]
+                    for i in range(args.rounds)) for n in ("troupe", "nginx")}
+                print(f"     TLS at c={c}: troupe keeps {cost['troupe']:.2f} of its plain req/s, "
+                      f"nginx {cost['nginx']:.2f}; troupe_tls / nginx_tls "
+                      f"{summary[f'c{c}_troupe_tls']['vs_nginx']:.2f}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"results": {str(k): v for k, v in results.items()},

@@ -84,10 +84,12 @@ void gateway::start() {
   auto& d = *impl_;
   auto& cfg = d.cfg;
   auto workers = initial_workers(cfg);
-  std::string tls_why;
-  cfg.worker.tls = transport::make_client_tls_context(cfg.upstream_ca_file, tls_why);
-  if (!cfg.worker.tls) {
-    throw std::runtime_error(tls_why);
+  if (!cfg.worker.tls) { // the flags load it (with a client certificate, if given)
+    std::string tls_why;
+    cfg.worker.tls = transport::make_client_tls_context(cfg.upstream_ca_file, tls_why);
+    if (!cfg.worker.tls) {
+      throw std::runtime_error(tls_why);
+    }
   }
   auto policy_or = [&](const std::string& p) { return p.empty() ? cfg.policy : p; };
   auto& tuning = cfg.policy_tuning;
@@ -141,6 +143,7 @@ void gateway::start() {
     mopts.host = cfg.prometheus_host;
     mopts.port = cfg.prometheus_port;
     mopts.body_limit = 64 * 1024; // scrapes have no body
+    mopts.tls = cfg.prometheus_tls ? cfg.server_tls : nullptr;
     d.metrics_server =
         std::make_unique<transport::http_server>(d.ioc, mopts, make_metrics_handler(stats));
     if (auto ec = d.metrics_server->start()) {
@@ -165,6 +168,13 @@ void gateway::start() {
   opts.write_timeout = cfg.client_write_timeout;
   opts.flow_stats = std::make_shared<transport::client_flow_stats>();
   stats->watch_client_flow(opts.flow_stats);
+  opts.header_timeout = cfg.request_header_timeout;
+  opts.max_header_fields = cfg.max_request_headers;
+  opts.header_limit = cfg.max_request_header_bytes;
+  opts.max_connections = cfg.max_connections;
+  opts.conn_stats = std::make_shared<transport::connection_stats>();
+  stats->watch_connections(opts.conn_stats);
+  opts.tls = cfg.server_tls;
   d.server = std::make_unique<transport::http_server>(d.ioc, opts, make_front(d.svc, routes));
   if (auto ec = d.server->start()) {
     throw std::runtime_error("cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) +
@@ -185,10 +195,12 @@ void gateway::start() {
         },
         add_atom_v, std::move(spec));
   }
-  spdlog::info("troupe listening on http://{}:{} (policy {}, {} worker(s) configured)", cfg.host,
-               d.server->port(), cfg.policy, workers.size());
+  spdlog::info("troupe listening on {}://{}:{} (policy {}, {} worker(s) configured)",
+               cfg.server_tls ? "https" : "http", cfg.host, d.server->port(), cfg.policy,
+               workers.size());
   if (d.metrics_server) {
-    spdlog::info("metrics on http://{}:{}/metrics", cfg.prometheus_host, d.metrics_server->port());
+    spdlog::info("metrics on {}://{}:{}/metrics", cfg.prometheus_tls ? "https" : "http",
+                 cfg.prometheus_host, d.metrics_server->port());
   }
 }
 

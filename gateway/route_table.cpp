@@ -3,7 +3,9 @@
 #include "actors/errors.hpp"
 #include "gateway/metered_reply.hpp"
 
+#include <iterator>
 #include <random>
+#include <spdlog/fmt/fmt.h>
 
 namespace troupe::gateway {
 
@@ -131,6 +133,40 @@ std::string request_id_of(const transport::request& req, const std::vector<std::
   return new_request_id();
 }
 
+namespace {
+
+/// Answers a request the server cut short at one of its limits, in the route's format (the
+/// connection closes after it).
+void refuse_cut_short(http_context& ctx, transport::inbound_status status,
+                      const actors::gateway_config& cfg) {
+  using protocol::error_code;
+  using transport::inbound_status;
+  switch (status) {
+  case inbound_status::payload_too_large:
+    return ctx.error(error_code::payload_too_large, "the request body exceeds the limit of " +
+                                                        std::to_string(cfg.max_payload_size) +
+                                                        " bytes");
+  case inbound_status::header_too_large:
+    return ctx.error(error_code::header_too_large,
+                     "the request head (request line and header fields) exceeds " +
+                         std::to_string(cfg.max_request_header_bytes) + " bytes");
+  case inbound_status::too_many_headers:
+    return ctx.error(
+        error_code::header_too_large,
+        "the request has " + std::to_string(std::distance(ctx.req.begin(), ctx.req.end())) +
+            " header fields; at most " + std::to_string(cfg.max_request_headers) + " are accepted");
+  case inbound_status::header_timeout:
+    return ctx.error(
+        error_code::request_header_timeout,
+        fmt::format("the request head was not complete within {:g} s",
+                    std::chrono::duration<double>(cfg.request_header_timeout).count()));
+  case inbound_status::complete:
+    break;
+  }
+}
+
+} // namespace
+
 transport::request_handler make_front(actors::services_ptr svc,
                                       std::shared_ptr<const route_table> routes) {
   return [svc = std::move(svc),
@@ -151,13 +187,10 @@ transport::request_handler make_front(actors::services_ptr svc,
     }
     ctx.reply = std::move(reply);
     ctx.svc = svc;
-    if (status == transport::inbound_status::payload_too_large) {
-      ctx.req = std::move(req);
-      return ctx.error(protocol::error_code::payload_too_large,
-                       "the request body exceeds the limit of " +
-                           std::to_string(svc->cfg.max_payload_size) + " bytes");
-    }
     ctx.req = std::move(req);
+    if (status != transport::inbound_status::complete) {
+      return refuse_cut_short(ctx, status, svc->cfg);
+    }
     if (!m.path_known) {
       return ctx.error(protocol::error_code::not_found, "no route for " +
                                                             std::string(ctx.req.method_string()) +

@@ -10,7 +10,7 @@ namespace {
 using ec = error_code;
 
 // One row per enum value, in enum order (checked by tests/protocol/error_test.cpp).
-constexpr std::array<error_info, 17> error_table{{
+constexpr std::array<error_info, 19> error_table{{
     {ec::bad_request, "bad_request", 400, "invalid_request_error", "invalid_request_error"},
     {ec::invalid_json, "invalid_json", 400, "invalid_request_error", "invalid_request_error"},
     {ec::unauthorized, "unauthorized", 401, "authentication_error", "authentication_error"},
@@ -22,6 +22,9 @@ constexpr std::array<error_info, 17> error_table{{
     {ec::payload_too_large, "payload_too_large", 413, "invalid_request_error", "request_too_large"},
     {ec::too_many_requests, "too_many_requests", 429, "rate_limit_error", "rate_limit_error"},
     {ec::queue_timeout, "queue_timeout", 408, "timeout_error", "timeout_error"},
+    {ec::header_too_large, "header_too_large", 431, "invalid_request_error",
+     "invalid_request_error"},
+    {ec::request_header_timeout, "request_header_timeout", 408, "timeout_error", "timeout_error"},
     {ec::client_closed, "client_closed", 499, "invalid_request_error", "invalid_request_error"},
     {ec::internal_error, "internal_error", 500, "server_error", "api_error"},
     {ec::bad_gateway, "bad_gateway", 502, "server_error", "api_error"},

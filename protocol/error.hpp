@@ -8,23 +8,25 @@ namespace troupe::protocol {
 /// Every error the gateway reports to a client. Client errors first, then server errors.
 /// `error_table` maps each to an HTTP status and to both wire formats.
 enum class error_code {
-  bad_request,         ///< Malformed request: syntax, missing or ill-typed field.
-  invalid_json,        ///< The body is not JSON.
-  unauthorized,        ///< Missing or wrong API key.
-  not_found,           ///< No route for the path, or no such resource.
-  model_not_found,     ///< No registered worker serves the requested model.
-  method_not_allowed,  ///< The path exists, the method does not.
-  conflict,            ///< The resource exists already (a worker url registered twice).
-  payload_too_large,   ///< Body over `--max-payload-size`.
-  too_many_requests,   ///< Admission control refused the request (or a worker did: its 429).
-  queue_timeout,       ///< Admission control: no slot freed within `--queue-timeout-secs`.
-  client_closed,       ///< The client went away before the response ended (logged, never sent).
-  internal_error,      ///< A bug or an unexpected state in the gateway.
-  bad_gateway,         ///< The worker was unreachable, reset the connection or answered garbage.
-  upstream_too_large,  ///< The worker's response was larger than the gateway accepts.
-  no_worker_available, ///< The model is known, but no healthy worker can take the request.
-  service_unavailable, ///< The gateway is not ready (no healthy worker at all) or shutting down.
-  gateway_timeout,     ///< The request deadline passed.
+  bad_request,            ///< Malformed request: syntax, missing or ill-typed field.
+  invalid_json,           ///< The body is not JSON.
+  unauthorized,           ///< Missing or wrong API key.
+  not_found,              ///< No route for the path, or no such resource.
+  model_not_found,        ///< No registered worker serves the requested model.
+  method_not_allowed,     ///< The path exists, the method does not.
+  conflict,               ///< The resource exists already (a worker url registered twice).
+  payload_too_large,      ///< Body over `--max-payload-size`.
+  too_many_requests,      ///< Admission control refused the request (or a worker did: its 429).
+  queue_timeout,          ///< Admission control: no slot freed within `--queue-timeout-secs`.
+  header_too_large,       ///< The request head is over the size or field-count limit (431).
+  request_header_timeout, ///< The request head was not complete within its timeout (408).
+  client_closed,          ///< The client went away before the response ended (logged, never sent).
+  internal_error,         ///< A bug or an unexpected state in the gateway.
+  bad_gateway,            ///< The worker was unreachable, reset the connection or answered garbage.
+  upstream_too_large,     ///< The worker's response was larger than the gateway accepts.
+  no_worker_available,    ///< The model is known, but no healthy worker can take the request.
+  service_unavailable,    ///< The gateway is not ready (no healthy worker at all) or shutting down.
+  gateway_timeout,        ///< The request deadline passed.
 };
 
 /// Static facts about one error code.

@@ -228,6 +228,71 @@ private:
   std::shared_ptr<const transport::client_flow_stats> stats_;
 };
 
+/// The `troupe_http_connections*`, head-limit and TLS handshake series of the API port, read
+/// from the server's counters when scraped.
+class connection_gauges final : public prom::Collectable {
+public:
+  std::vector<prom::MetricFamily> Collect() const override {
+    std::shared_ptr<const transport::connection_stats> stats;
+    {
+      std::lock_guard guard{mx_};
+      stats = stats_;
+    }
+    if (!stats) {
+      return {};
+    }
+    auto value = [](prom::MetricType type, double v, std::string label = {},
+                    std::string label_value = {}) {
+      prom::ClientMetric m;
+      (type == prom::MetricType::Counter ? m.counter.value : m.gauge.value) = v;
+      if (!label.empty()) {
+        m.label.push_back({std::move(label), std::move(label_value)});
+      }
+      return m;
+    };
+    auto load = [](auto& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+    using type = prom::MetricType;
+    return {
+        {"troupe_http_connections",
+         "Client connections open on the API port",
+         type::Gauge,
+         {value(type::Gauge, load(stats->open))}},
+        {"troupe_http_connections_refused_total",
+         "Client connections closed at once because --max-connections were open",
+         type::Counter,
+         {value(type::Counter, load(stats->refused))}},
+        {"troupe_http_accept_errors_total",
+         "Times the API port could not accept a connection for lack of resources (file "
+         "descriptors, memory)",
+         type::Counter,
+         {value(type::Counter, load(stats->accept_errors))}},
+        {"troupe_http_request_header_timeouts_total",
+         "Request heads not complete within --request-header-timeout-secs (answered 408)",
+         type::Counter,
+         {value(type::Counter, load(stats->header_timeouts))}},
+        {"troupe_http_header_refusals_total",
+         "Request heads refused with 431, by reason: size (over the head size limit) or count "
+         "(more fields than --max-request-headers)",
+         type::Counter,
+         {value(type::Counter, load(stats->header_too_large), "reason", "size"),
+          value(type::Counter, load(stats->too_many_headers), "reason", "count")}},
+        {"troupe_tls_handshake_failures_total",
+         "TLS handshakes on the API port that failed or did not finish in time",
+         type::Counter,
+         {value(type::Counter, load(stats->tls_handshake_failures))}},
+    };
+  }
+
+  void watch(std::shared_ptr<const transport::connection_stats> stats) {
+    std::lock_guard guard{mx_};
+    stats_ = std::move(stats);
+  }
+
+private:
+  mutable std::mutex mx_;
+  std::shared_ptr<const transport::connection_stats> stats_;
+};
+
 /// The `troupe_admission_*` series: counts read from admission control when scraped, and the
 /// queue-wait histogram. Empty while admission control is off.
 class admission_gauges final : public prom::Collectable {
@@ -338,6 +403,7 @@ struct metrics::impl {
   std::shared_ptr<system_gauges> system = std::make_shared<system_gauges>();
   std::shared_ptr<admission_gauges> admission = std::make_shared<admission_gauges>(latency_buckets);
   std::shared_ptr<client_flow_gauges> client_flow = std::make_shared<client_flow_gauges>();
+  std::shared_ptr<connection_gauges> connections = std::make_shared<connection_gauges>();
 
   // HTTP
   prom::Family<prom::Counter>& http_requests =
@@ -511,8 +577,13 @@ void metrics::watch_client_flow(std::shared_ptr<const transport::client_flow_sta
   impl_->client_flow->watch(std::move(stats));
 }
 
+void metrics::watch_connections(std::shared_ptr<const transport::connection_stats> stats) {
+  impl_->connections->watch(std::move(stats));
+}
+
 std::vector<std::shared_ptr<prometheus::Collectable>> metrics::collectables() const {
-  return {impl_->registry, impl_->workers, impl_->system, impl_->client_flow, impl_->admission};
+  return {impl_->registry,    impl_->workers,     impl_->system,
+          impl_->client_flow, impl_->connections, impl_->admission};
 }
 
 void metrics::watch_admission(std::shared_ptr<const admission_control> admission) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/worker.hpp"
+#include "transport/connection_stats.hpp"
 #include "transport/flow_control.hpp"
 
 #include <chrono>
@@ -122,6 +123,12 @@ public:
   /// `troupe_client_queued_bytes`, `troupe_client_streams_paused` and
   /// `troupe_client_stream_pauses_total` (docs/operations.md).
   void watch_client_flow(std::shared_ptr<const transport::client_flow_stats> stats);
+
+  /// Reads, at scrape time, the API port's connection counters: `troupe_http_connections`,
+  /// `troupe_http_connections_refused_total`, `troupe_http_accept_errors_total`,
+  /// `troupe_http_request_header_timeouts_total`, `troupe_http_header_refusals_total{reason}`,
+  /// `troupe_tls_handshake_failures_total` (docs/operations.md).
+  void watch_connections(std::shared_ptr<const transport::connection_stats> stats);
 
   // -- exposition --
 

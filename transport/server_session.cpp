@@ -2,6 +2,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/write.hpp>
+#include <type_traits>
 
 namespace troupe::transport {
 
@@ -10,10 +11,29 @@ server_session<Stream>::server_session(Stream&& stream, std::shared_ptr<const se
                                        std::shared_ptr<const request_handler> handler)
     : stream_(std::move(stream)), opts_(std::move(opts)), handler_(std::move(handler)),
       backlog_(opts_->stream_buffer_bytes, opts_->flow_stats.get()),
-      watch_(stream_.get_executor(), opts_->write_timeout) {}
+      watch_(stream_.get_executor(), opts_->write_timeout), deadline_(stream_.get_executor()) {}
+
+template <class Stream> server_session<Stream>::~server_session() {
+  opts_->conn_stats->open.fetch_sub(1, std::memory_order_relaxed);
+}
 
 template <class Stream> void server_session<Stream>::start() {
-  net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->do_read(); });
+  net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+    // The first head (and the TLS handshake before it) must arrive within the header timeout
+    // of the accept.
+    self->expect(waiting::head, self->head_timeout());
+    if constexpr (std::is_same_v<Stream, tls_stream>) {
+      self->stream_.async_handshake(net::ssl::stream_base::server, [self](error_code ec) {
+        if (ec) {
+          self->opts_->conn_stats->tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+          return self->close();
+        }
+        self->do_read();
+      });
+    } else {
+      self->do_read();
+    }
+  });
 }
 
 // -- reply_target --
@@ -134,11 +154,17 @@ template <class Stream> void server_session<Stream>::response_done() {
     queued_.pop_front();
     start_request(std::move(next.req), next.status);
   }
+  if (!current_ && queued_.empty() && waiting_ == waiting::none) {
+    // Nothing to answer: the connection waits for its next request, or for the rest of a head
+    // whose first bytes came while this response was written.
+    if (head_started_ || buffer_.size() > 0) {
+      expect(waiting::head, head_timeout());
+    } else {
+      expect(waiting::idle, opts_->idle_timeout);
+    }
+  }
   if (!reading_) {
     do_read();
-  } else if (!current_ && queued_.empty()) {
-    // The read in flight now waits for a new request: bound it by the idle timeout.
-    beast::get_lowest_layer(stream_).expires_after(opts_->idle_timeout);
   }
 }
 
@@ -207,11 +233,15 @@ template <class Stream> void server_session<Stream>::close() {
   }
   closed_ = true;
   watch_.cancel();
+  if (deadline_armed_) {
+    deadline_.cancel();
+  }
   error_code ignored;
   socket().shutdown(tcp::socket::shutdown_both, ignored);
   beast::get_lowest_layer(stream_).close();
 }
 
 template class server_session<beast::tcp_stream>;
+template class server_session<tls_stream>;
 
 } // namespace troupe::transport

@@ -6,25 +6,34 @@
 #include "transport/write_backlog.hpp"
 #include "transport/write_watch.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace troupe::transport {
 
-/// One client connection over `Stream` (a `beast::tcp_stream`): reads requests (and keeps
-/// reading to notice a disconnect or a pipelined request), hands each to the handler, writes
-/// the responses in order. Follows Beast's `example/http/server/async`; runs on one strand.
+/// A client connection over TLS.
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+/// One client connection over `Stream` (`beast::tcp_stream`, or `tls_stream` for HTTPS): reads
+/// requests (and keeps reading to notice a disconnect or a pipelined request), hands each to the
+/// handler, writes the responses in order. Follows Beast's `example/http/server/async`; runs on
+/// one strand. The listener counts it in `conn_stats->open` (it leaves the count when it dies).
 template <class Stream>
 class server_session final : public reply_target,
                              public std::enable_shared_from_this<server_session<Stream>> {
 public:
   server_session(Stream&& stream, std::shared_ptr<const server_options> opts,
                  std::shared_ptr<const request_handler> handler);
+  ~server_session() override;
 
-  /// Starts reading the first request.
+  /// Starts the TLS handshake (HTTPS), then reads the first request.
   void start();
 
   // -- reply_target: called on the strand by session_reply --
@@ -37,6 +46,14 @@ public:
 private:
   using error_code = boost::system::error_code;
 
+  /// What the connection waits for from its client, bounded by the read deadline.
+  enum class waiting {
+    none, ///< Nothing: a request is being answered.
+    head, ///< A head: the first of the connection, or one whose first bytes arrived.
+    idle, ///< The next request of a kept-alive connection (nothing of it arrived).
+    body, ///< The rest of a request's body.
+  };
+
   /// The TCP socket under the stream.
   tcp::socket& socket() { return beast::get_lowest_layer(stream_).socket(); }
 
@@ -45,15 +62,23 @@ private:
     return current_ && current_->seq() == seq && !current_->gone() && !closed_;
   }
 
-  // -- reading --
+  // -- reading (server_session_read.cpp) --
   void do_read();
+  void read_head();
+  void on_read_some(error_code ec, std::size_t n);
+  bool parse_head(error_code& ec);
   void on_header(error_code ec);
   bool parse_buffered();
   void read_body();
   void on_read(error_code ec);
   void on_read_error(error_code ec);
+  void refuse(inbound_status status, request&& req);
   void accept_request(request&& req, inbound_status status);
   void start_request(request&& req, inbound_status status);
+  void expect(waiting what, std::chrono::steady_clock::duration within);
+  void arm_deadline();
+  void on_deadline(error_code ec, std::uint32_t gen);
+  std::chrono::steady_clock::duration head_timeout() const;
 
   // -- writing --
   void do_write();
@@ -88,8 +113,16 @@ private:
   std::vector<net::const_buffer> buffers_; ///< The current gather write.
   write_backlog backlog_;                  ///< Unwritten bytes; pauses the stream's producer.
   write_watch watch_;                      ///< The write timeout.
-  std::uint64_t seq_ = 0;                  ///< Sequence number of the latest response.
-  bool aborting_ = false;                  ///< Close once the queue is written.
+  net::steady_timer deadline_;             ///< The read deadline (see `expect`).
+  std::chrono::steady_clock::time_point deadline_at_;     ///< What `waiting_` must end by.
+  std::chrono::steady_clock::time_point deadline_expiry_; ///< When the armed timer rings.
+  std::uint32_t deadline_gen_ = 0;  ///< Tells the armed wait from ones it superseded.
+  waiting waiting_ = waiting::none; ///< What the deadline bounds.
+  std::size_t head_bytes_ = 0;      ///< Bytes of the current head parsed so far.
+  std::uint64_t seq_ = 0;           ///< Sequence number of the latest response.
+  bool deadline_armed_ = false;
+  bool head_started_ = false; ///< Bytes of the next head arrived.
+  bool aborting_ = false;     ///< Close once the queue is written.
   bool reading_ = false;
   bool writing_ = false;
   bool closed_ = false;

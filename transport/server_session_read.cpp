@@ -1,13 +1,33 @@
-// The reading half of server_session: request heads and bodies, the limits on them, and how a
-// request reaches the handler (server_session.cpp has the rest).
+// The reading half of server_session: request heads and bodies, the limits on them (the head's
+// time, size and field count), the read deadline, and how a request reaches the handler
+// (server_session.cpp has the rest).
 
 #include "transport/server_session.hpp"
 
 #include <boost/asio/write.hpp>
+#include <iterator>
 
 namespace troupe::transport {
 
-// -- reading --
+namespace {
+
+/// What can be told of a head that never completed: its method and target once the parser
+/// read its request line (they name the route, hence its error format), else an empty GET.
+request partial_request(const request& parsed) {
+  request req{http::verb::get, "", 11};
+  if (parsed.method() != http::verb::unknown && !parsed.target().empty()) {
+    req.method(parsed.method());
+    req.target(parsed.target());
+  }
+  req.keep_alive(false);
+  return req;
+}
+
+/// A header field takes at least this many bytes ("a:" and its CRLF): a head shorter than
+/// `max * min_field_bytes` cannot have more than `max` fields, so most are never counted.
+constexpr std::size_t min_field_bytes = 4;
+
+} // namespace
 
 template <class Stream> void server_session<Stream>::do_read() {
   if (reading_ || closed_ || queued_.size() >= opts_->max_pipelined || stop_reading_) {
@@ -15,24 +35,83 @@ template <class Stream> void server_session<Stream>::do_read() {
   }
   parser_.emplace();
   parser_->body_limit(opts_->body_limit);
-  parser_->header_limit(64 * 1024);
-  auto& lowest = beast::get_lowest_layer(stream_);
-  if (!current_ && queued_.empty()) {
-    lowest.expires_after(opts_->idle_timeout);
-  } else {
-    lowest.expires_never();
-  }
+  parser_->header_limit(static_cast<std::uint32_t>(opts_->header_limit));
   reading_ = true;
-  http::async_read_header(
-      stream_, buffer_, *parser_,
-      [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_header(ec); });
+  head_bytes_ = 0;
+  head_started_ = buffer_.size() > 0; // a pipelined head (response_done set its deadline)
+  if (head_started_) {
+    error_code ec;
+    if (parse_head(ec)) {
+      return on_header({});
+    }
+    if (ec) {
+      return on_read_error(ec);
+    }
+  }
+  read_head();
+}
+
+// Reads more of a head. Beast's `async_read_header` does the same (read, then parse), but
+// cannot tell when the first byte of a head arrived: that is when the header timeout of a
+// kept-alive connection starts.
+template <class Stream> void server_session<Stream>::read_head() {
+  stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, 64 * 1024)),
+                          [self = this->shared_from_this()](error_code ec, std::size_t n) {
+                            self->on_read_some(ec, n);
+                          });
+}
+
+template <class Stream> void server_session<Stream>::on_read_some(error_code ec, std::size_t n) {
+  if (closed_ || stop_reading_) {
+    reading_ = false; // a refused head's connection closes once its answer is written
+    return;
+  }
+  if (ec) {
+    return on_read_error(ec);
+  }
+  buffer_.commit(n);
+  error_code perr;
+  if (parse_head(perr)) {
+    return on_header({});
+  }
+  if (perr) {
+    return on_read_error(perr);
+  }
+  if (!head_started_) {
+    // The first bytes of a head on a kept-alive connection, and not the whole head: from now
+    // on it has the header timeout to arrive.
+    head_started_ = true;
+    if (waiting_ == waiting::idle) {
+      expect(waiting::head, head_timeout());
+    }
+  }
+  read_head();
+}
+
+// True once the head is parsed; `ec` says why not when the head is refused (too large, bad).
+template <class Stream> bool server_session<Stream>::parse_head(error_code& ec) {
+  // The parser takes the request line and whole fields as they come (also with `need_more`).
+  auto n = parser_->put(buffer_.data(), ec);
+  buffer_.consume(n);
+  head_bytes_ += n;
+  if (ec == http::error::need_more) {
+    ec = {};
+    return false;
+  }
+  return !ec && parser_->is_header_done();
 }
 
 template <class Stream> void server_session<Stream>::on_header(error_code ec) {
   if (ec) {
     return on_read_error(ec);
   }
+  head_started_ = false;
   auto& req = parser_->get();
+  if (auto max = opts_->max_header_fields;
+      max > 0 && head_bytes_ > max * min_field_bytes &&
+      static_cast<std::size_t>(std::distance(req.begin(), req.end())) > max) {
+    return refuse(inbound_status::too_many_headers, parser_->release());
+  }
   if (req[http::field::expect] == "100-continue") {
     // Answer the interim response so clients (curl) send the body at once.
     auto interim =
@@ -74,6 +153,9 @@ template <class Stream> bool server_session<Stream>::parse_buffered() {
 }
 
 template <class Stream> void server_session<Stream>::read_body() {
+  if (!current_ && queued_.empty()) {
+    expect(waiting::body, opts_->idle_timeout); // the body of a request nobody answers yet
+  }
   http::async_read(
       stream_, buffer_, *parser_,
       [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
@@ -84,29 +166,29 @@ template <class Stream> void server_session<Stream>::on_read(error_code ec) {
     return on_read_error(ec);
   }
   reading_ = false;
+  waiting_ = waiting::none; // a request to answer: nothing waited for until its response ends
   accept_request(parser_->release(), inbound_status::complete);
   do_read();
 }
 
 template <class Stream> void server_session<Stream>::on_read_error(error_code ec) {
   reading_ = false;
+  if (closed_) {
+    return;
+  }
   // Beast reports an oversized Content-Length right after parsing the header fields.
   if (ec == http::error::body_limit && parser_) {
     // Answer 413 through the handler (it knows the route's error format), then close: the
     // unread body makes the connection unusable.
-    stop_reading_ = true;
-    auto req = parser_->release();
-    req.keep_alive(false);
-    accept_request(std::move(req), inbound_status::payload_too_large);
-    return;
+    return refuse(inbound_status::payload_too_large, parser_->release());
   }
-  if (ec == beast::error::timeout && !current_) {
-    return close();
+  if (ec == http::error::header_limit) {
+    return refuse(inbound_status::header_too_large, partial_request(parser_->get()));
   }
   if (ec == http::error::end_of_stream || ec == net::error::eof ||
       ec == net::error::connection_reset || ec == net::error::operation_aborted ||
       ec == beast::error::timeout) {
-    return client_gone();
+    return client_gone(); // a head cut short by the client's leaving ends as its leaving
   }
   // A malformed request: answer 400 unless a response is under way, then close.
   stop_reading_ = true;
@@ -119,6 +201,24 @@ template <class Stream> void server_session<Stream>::on_read_error(error_code ec
   framer_.close_after();
   current_ = std::make_shared<session_reply>(this->weak_from_this(), ++seq_);
   deliver(seq_, write_item{std::move(res)}, true);
+}
+
+// A request cut short by a limit: the handler answers it in its route's format, then the
+// connection closes (what is left of the request is never read).
+template <class Stream> void server_session<Stream>::refuse(inbound_status status, request&& req) {
+  stop_reading_ = true;
+  reading_ = false;
+  head_started_ = false;
+  auto& stats = *opts_->conn_stats;
+  auto* counter = status == inbound_status::header_too_large   ? &stats.header_too_large
+                  : status == inbound_status::too_many_headers ? &stats.too_many_headers
+                  : status == inbound_status::header_timeout   ? &stats.header_timeouts
+                                                               : nullptr;
+  if (counter) {
+    counter->fetch_add(1, std::memory_order_relaxed);
+  }
+  // Its response closes the connection (start_request: only complete requests keep it).
+  accept_request(std::move(req), status); // after the response in flight, if there is one
 }
 
 template <class Stream>
@@ -138,15 +238,81 @@ void server_session<Stream>::start_request(request&& req, inbound_status status)
   (*handler_)(std::move(req), status, current_);
 }
 
+// -- the read deadline --
+
+// One timer bounds what the connection waits for: the first head (from the accept, TLS
+// handshake included), an idle keep-alive connection's next request, a head whose first bytes
+// arrived, the body of a request. Moving the deadline later costs a store: the timer, when it
+// rings early, re-arms itself for the deadline then in force. It is re-armed at once only to
+// ring sooner: when a kept-alive connection's next head starts and does not arrive whole.
+template <class Stream>
+void server_session<Stream>::expect(waiting what, std::chrono::steady_clock::duration within) {
+  waiting_ = what;
+  deadline_at_ = std::chrono::steady_clock::now() + within;
+  if (!deadline_armed_ || deadline_at_ < deadline_expiry_) {
+    arm_deadline();
+  }
+}
+
+template <class Stream> void server_session<Stream>::arm_deadline() {
+  deadline_armed_ = true;
+  deadline_expiry_ = deadline_at_;
+  deadline_.expires_at(deadline_at_); // cancels a wait armed for later: it finds a newer gen
+  deadline_.async_wait([weak = this->weak_from_this(), gen = ++deadline_gen_](error_code ec) {
+    if (auto self = weak.lock()) {
+      self->on_deadline(ec, gen);
+    }
+  });
+}
+
+template <class Stream> void server_session<Stream>::on_deadline(error_code ec, std::uint32_t gen) {
+  if (gen != deadline_gen_) {
+    return; // superseded by a wait armed for sooner
+  }
+  deadline_armed_ = false;
+  if (ec || closed_ || waiting_ == waiting::none) {
+    return;
+  }
+  if (std::chrono::steady_clock::now() < deadline_at_) {
+    return arm_deadline(); // the deadline moved on since the timer was armed
+  }
+  auto what = std::exchange(waiting_, waiting::none);
+  if (what == waiting::body || current_ || !(head_started_ || buffer_.size() > 0)) {
+    return close(); // an idle connection, or one that never sent a byte, or a stalled body
+  }
+  // Part of a head arrived, not all of it, in time: 408, then close.
+  refuse(inbound_status::header_timeout, partial_request(parser_->get()));
+}
+
+template <class Stream>
+std::chrono::steady_clock::duration server_session<Stream>::head_timeout() const {
+  if (opts_->header_timeout.count() > 0) {
+    return opts_->header_timeout;
+  }
+  return opts_->idle_timeout;
+}
+
 // The class is instantiated in server_session.cpp, with the members defined there; these are
 // the members defined here.
-template void server_session<beast::tcp_stream>::do_read();
-template void server_session<beast::tcp_stream>::on_header(boost::system::error_code);
-template bool server_session<beast::tcp_stream>::parse_buffered();
-template void server_session<beast::tcp_stream>::read_body();
-template void server_session<beast::tcp_stream>::on_read(boost::system::error_code);
-template void server_session<beast::tcp_stream>::on_read_error(boost::system::error_code);
-template void server_session<beast::tcp_stream>::accept_request(request&&, inbound_status);
-template void server_session<beast::tcp_stream>::start_request(request&&, inbound_status);
+#define TROUPE_SESSION_READING(S)                                                                  \
+  template void server_session<S>::do_read();                                                      \
+  template void server_session<S>::read_head();                                                    \
+  template void server_session<S>::on_read_some(boost::system::error_code, std::size_t);           \
+  template bool server_session<S>::parse_head(boost::system::error_code&);                         \
+  template void server_session<S>::on_header(boost::system::error_code);                           \
+  template bool server_session<S>::parse_buffered();                                               \
+  template void server_session<S>::read_body();                                                    \
+  template void server_session<S>::on_read(boost::system::error_code);                             \
+  template void server_session<S>::on_read_error(boost::system::error_code);                       \
+  template void server_session<S>::refuse(inbound_status, request&&);                              \
+  template void server_session<S>::accept_request(request&&, inbound_status);                      \
+  template void server_session<S>::start_request(request&&, inbound_status);                       \
+  template void server_session<S>::expect(waiting, std::chrono::steady_clock::duration);           \
+  template void server_session<S>::arm_deadline();                                                 \
+  template void server_session<S>::on_deadline(boost::system::error_code, std::uint32_t);          \
+  template std::chrono::steady_clock::duration server_session<S>::head_timeout() const;
+
+TROUPE_SESSION_READING(beast::tcp_stream)
+TROUPE_SESSION_READING(tls_stream)
 
 } // namespace troupe::transport

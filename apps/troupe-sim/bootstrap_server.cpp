@@ -38,8 +38,12 @@ std::string_view query_param(std::string_view query, std::string_view name) {
 bootstrap_server::bootstrap_server(net::io_context& ioc, std::string host, std::uint16_t port,
                                    room_board& board)
     : board_(board), server_(ioc, transport::server_options{.host = std::move(host), .port = port},
-                             [this](transport::request&& req, transport::inbound_status,
+                             [this](transport::request&& req, transport::inbound_status status,
                                     std::shared_ptr<transport::reply_channel> reply) {
+                               if (status != transport::inbound_status::complete) {
+                                 return reply->respond(json_response(
+                                     transport::status_of(status), {{"error", "request refused"}}));
+                               }
                                handle(std::move(req), std::move(reply));
                              }) {}
 

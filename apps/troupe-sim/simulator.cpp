@@ -155,6 +155,13 @@ void simulator::handle(transport::request&& req, transport::inbound_status statu
     if (status == transport::inbound_status::payload_too_large) {
       return respond_error(x, make_error(error_code::payload_too_large, "request body too large"));
     }
+    if (status == transport::inbound_status::header_timeout) {
+      return respond_error(
+          x, make_error(error_code::request_header_timeout, "request head not complete in time"));
+    }
+    if (status != transport::inbound_status::complete) {
+      return respond_error(x, make_error(error_code::header_too_large, "request head too large"));
+    }
     x.params = match.params;
     if (match.found->kind == data_plane) {
       return inject_faults(x, match.found->handler);

@@ -1,6 +1,7 @@
 #include "apps/troupe/flags.hpp"
 
 #include "actors/policy.hpp"
+#include "apps/troupe/security.hpp"
 #include "cluster/address.hpp"
 
 #include <CLI/CLI.hpp>
@@ -163,6 +164,18 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--shutdown-grace-secs", grace_secs,
                  "On SIGTERM, how long requests in flight may finish")
       ->check(CLI::NonNegativeNumber);
+  // Connections and request heads (docs/configuration.md, "Limits and time").
+  double header_timeout = cfg.request_header_timeout.count() / 1000.0;
+  app.add_option("--request-header-timeout-secs", header_timeout,
+                 "A request head not complete this long after its first byte (after the "
+                 "connection opened, for its first request) gets 408; 0: no limit of its own")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-connections", cfg.max_connections,
+                 "Client connections open at once on the API port; more are closed at once; "
+                 "0: no limit");
+  app.add_option("--max-request-headers", cfg.max_request_headers,
+                 "Header fields a request head may have; more get 431")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
 
   // -- admission control (smg's flags) --
   app.add_option("--max-concurrent-requests", cfg.max_concurrent_requests,
@@ -183,6 +196,21 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
                  "Require 'Authorization: Bearer KEY' on the data plane and worker management");
   app.add_option("--admin-api-key", cfg.admin_api_key,
                  "Require 'Authorization: Bearer KEY' on /admin/* (default: --api-key)");
+
+  // -- TLS for clients and workers (smg's flags; docs/configuration.md, "TLS") --
+  app.add_option("--tls-cert-path", cfg.tls_cert_path,
+                 "Serve the API and /admin over HTTPS with this PEM certificate chain (with "
+                 "--tls-key-path)");
+  app.add_option("--tls-key-path", cfg.tls_key_path, "PEM private key of --tls-cert-path");
+  app.add_flag("--prometheus-tls", cfg.prometheus_tls,
+               "Serve GET /metrics over HTTPS as well, with --tls-cert-path/--tls-key-path");
+  app.add_option("--client-cert-path", cfg.client_cert_path,
+                 "PEM client certificate the gateway presents to https workers (mutual TLS; with "
+                 "--client-key-path)");
+  app.add_option("--client-key-path", cfg.client_key_path, "PEM private key of --client-cert-path");
+  app.add_option("--ca-cert-paths", cfg.ca_cert_paths,
+                 "PEM CA bundles trusted for https workers' certificates, besides the system's")
+      ->expected(1, -1);
 
   // -- health and circuit breaker --
   auto& w = cfg.worker;
@@ -306,6 +334,12 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
   cfg.client_write_timeout = std::chrono::seconds(client_write_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);
+  cfg.request_header_timeout = secs(header_timeout);
+  if (!load_tls(cfg, why)) {
+    std::cerr << "troupe: " << why << "\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
   w.health_interval = secs(health_interval);
   w.health_timeout = secs(health_timeout);
   w.cb_timeout = secs(cb_timeout);

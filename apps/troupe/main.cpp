@@ -3,6 +3,7 @@
 #include "actors/errors.hpp"
 #include "apps/troupe/flags.hpp"
 #include "apps/troupe/logging.hpp"
+#include "apps/troupe/security.hpp"
 #include "cluster/cluster.hpp"
 #include "gateway/asio_scheduler.hpp"
 #include "gateway/gateway.hpp"
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
     return exit_code;
   }
   apps::setup_logging(cfg->log_level, cfg->log_json);
+  apps::raise_fd_limit(cfg->max_connections);
+  apps::warn_exposed_listeners(*cfg);
 
   boost::asio::io_context ioc{static_cast<int>(cfg->io_threads)};
   caf::actor_system_config sys_cfg;

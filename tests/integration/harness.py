@@ -71,10 +71,14 @@ class Response:
         return f"<Response {self.status} {self.body[:300]!r}>"
 
 
-def request(method, url, body=None, headers=None, timeout=30):
-    """Sends one request on a fresh connection. `body` may be a dict (sent as JSON), str or bytes."""
+def request(method, url, body=None, headers=None, timeout=30, context=None):
+    """Sends one request on a fresh connection. `body` may be a dict (sent as JSON), str or bytes.
+    An https URL is verified with the `ssl.SSLContext` given as `context`."""
     u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    if u.scheme == "https":
+        conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout, context=context)
+    else:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     hdrs = dict(headers or {})
     data = body
     if isinstance(body, (dict, list)):
@@ -282,7 +286,10 @@ class Sim(Process):
 class Gateway(Process):
     """A troupe node."""
 
-    def __init__(self, *flags, workers=(), port=None, wait_ready=True, api_key=None):
+    def __init__(self, *flags, workers=(), port=None, wait_ready=True, api_key=None,
+                 tls_context=None):
+        """`tls_context`: the gateway serves HTTPS (its flags say so) and this `ssl.SSLContext`
+        verifies it."""
         def args_for(p):
             self.metrics_port = free_port()
             args = [TROUPE_BIN, "--host", "127.0.0.1", "--port", str(p),
@@ -293,25 +300,35 @@ class Gateway(Process):
                 args += ["--api-key", api_key]
             return args + [str(f) for f in flags]
         self.start_on(port, args_for, "troupe", "troupe listening on", ready_also="metrics on")
-        self.url = f"http://127.0.0.1:{self.port}"
+        scheme = "https" if tls_context else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.api_key = api_key
-        wait_until(lambda: get(self.url + "/liveness", timeout=1).status == 200 or not self.alive(),
+        self.tls_context = tls_context
+        wait_until(lambda: self.get("/liveness", timeout=1).status == 200 or not self.alive(),
                    10, what=f"gateway on {self.port}")
         if not self.alive():
             raise AssertionError(f"gateway exited:\n{self.output()}")
         if wait_ready and workers:
-            wait_until(lambda: get(self.url + "/readiness", timeout=1).status == 200, 15,
+            wait_until(lambda: self.get("/readiness", timeout=1).status == 200, 15,
                        what="gateway readiness")
+
+    def get(self, path, **kw):
+        """GET `path` of the API (over HTTPS when the gateway serves it)."""
+        return get(self.url + path, context=self.tls_context, **kw)
+
+    def post(self, path, body=None, **kw):
+        """POST `path` of the API (over HTTPS when the gateway serves it)."""
+        return post(self.url + path, body, context=self.tls_context, **kw)
 
     def auth(self):
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def workers(self):
-        return get(self.url + "/workers", headers=self.auth()).json()["workers"]
+        return self.get("/workers", headers=self.auth()).json()["workers"]
 
     def running_actors(self):
         """How many actors run in the gateway's actor system (requests and PD legs included)."""
-        return get(self.url + "/admin/actors", headers=self.auth()).json()["running"]
+        return self.get("/admin/actors", headers=self.auth()).json()["running"]
 
     def loads(self):
         """{url: in-flight} as the gateway sees it."""

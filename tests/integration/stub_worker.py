@@ -47,6 +47,17 @@ class _Server(ThreadingHTTPServer):
             self.stub._conns.add(request)
         super().process_request(request, client_address)
 
+    def finish_request(self, request, client_address):
+        # TLS: the handshake runs on the connection's own thread, not on the accepting one.
+        if hasattr(request, "do_handshake"):
+            try:
+                request.do_handshake()
+            except OSError as e:
+                with self.stub._lock:
+                    self.stub.handshake_errors.append(str(e))
+                return
+        super().finish_request(request, client_address)
+
     def handle_error(self, request, client_address):
         # The gateway closing a connection it gave up on is part of the tests, not an error.
         pass
@@ -213,10 +224,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class StubWorker:
-    """A stub worker on a free loopback port, served from a background thread."""
+def _peer_name(conn):
+    """The common name of the client certificate a TLS connection presented, or None."""
+    cert = conn.getpeercert() if hasattr(conn, "getpeercert") else None
+    for rdn in (cert or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return value
+    return None
 
-    def __init__(self, role="regular", model="stub-model", port=0, **config):
+
+class StubWorker:
+    """A stub worker on a free loopback port, served from a background thread. With `tls` (an
+    `ssl.SSLContext` for a server) it speaks HTTPS; `handshake_errors` lists the handshakes it
+    refused."""
+
+    def __init__(self, role="regular", model="stub-model", port=0, tls=None, **config):
         self.role = role
         self.model = model
         self.config = dict(DEFAULTS)
@@ -230,9 +253,13 @@ class StubWorker:
         self._held = 0
         self._releases = 0
         self._stopping = threading.Event()
+        self.handshake_errors = []
         self._server = _Server(("127.0.0.1", port), self)
+        if tls:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True,
+                                                  do_handshake_on_connect=False)
         self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -245,7 +272,8 @@ class StubWorker:
             parsed = None
         entry = {"method": handler.command, "path": handler.path.split("?", 1)[0],
                  "headers": {k.lower(): v for k, v in handler.headers.items()},
-                 "body": body, "json": parsed, "time": time.time(), "aborted": False}
+                 "body": body, "json": parsed, "time": time.time(), "aborted": False,
+                 "client_cert": _peer_name(handler.connection)}
         with self._lock:
             self._requests.append(entry)
         return entry

@@ -3,6 +3,7 @@
 // them) or from ./build/apps.
 
 import { spawn } from 'node:child_process';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +31,19 @@ async function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor(url, what, proc, timeoutMs = 15000) {
+/** The status of GET `url` over HTTPS, trusting only the PEM CA `ca`. */
+function httpsStatus(url, ca) {
+  return new Promise((ok, fail) => {
+    const req = httpsGet(url, { ca, timeout: 1000 }, (res) => {
+      res.resume();
+      ok(res.statusCode);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', fail);
+  });
+}
+
+async function waitFor(url, what, proc, timeoutMs = 15000, ca = null) {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -38,11 +51,13 @@ async function waitFor(url, what, proc, timeoutMs = 15000) {
       throw new Error(`${what} exited with ${proc.exitCode}:\n${proc.log()}`);
     }
     try {
-      const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      if (r.ok) {
+      const status = ca
+        ? await httpsStatus(url, ca)
+        : (await fetch(url, { signal: AbortSignal.timeout(1000) })).status;
+      if (status === 200) {
         return;
       }
-      last = `status ${r.status}`;
+      last = `status ${status}`;
     } catch (e) {
       last = e.message;
     }
@@ -79,9 +94,10 @@ async function stop(proc) {
 
 /**
  * Starts `workers` simulators serving `model` (instant: no simulated latency) and a gateway in
- * front of them that requires `gatewayKey`. Returns { url, sims, stop() }.
+ * front of them that requires `gatewayKey`. With `tls` ({ cert, key, ca }: file paths, and the
+ * CA's PEM text) the gateway serves HTTPS with that certificate. Returns { url, sims, stop() }.
  */
-export async function startFleet({ model = 'sim-model', workers = 1, simFlags = [] } = {}) {
+export async function startFleet({ model = 'sim-model', workers = 1, simFlags = [], tls = null } = {}) {
   const sims = [];
   const procs = [];
   try {
@@ -101,11 +117,12 @@ export async function startFleet({ model = 'sim-model', workers = 1, simFlags = 
     const gateway = start(
       troupeBin,
       ['--host', '127.0.0.1', '--port', String(port), '--prometheus-port', '0',
-       '--api-key', gatewayKey, '--worker-urls', ...sims.map((s) => s.url)],
+       '--api-key', gatewayKey, '--worker-urls', ...sims.map((s) => s.url),
+       ...(tls ? ['--tls-cert-path', tls.cert, '--tls-key-path', tls.key] : [])],
       `troupe-${port}`);
     procs.push(gateway);
-    const url = `http://127.0.0.1:${port}`;
-    await waitFor(`${url}/readiness`, `troupe on ${port}`, gateway);
+    const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
+    await waitFor(`${url}/readiness`, `troupe on ${port}`, gateway, 15000, tls?.caPem ?? null);
     return {
       url,
       sims,
