@@ -26,6 +26,11 @@ try {
   const msg = await anthropic.messages.create({ model: 'sim-model', max_tokens: 6, messages });
   out.message = { type: msg.type, role: msg.role, text: msg.content[0].text };
 } catch (e) {
-  out.error = { name: e.constructor.name, message: String(e.message), cause: String(e.cause?.code ?? e.cause?.message ?? '') };
+  // The reason sits at the end of the cause chain (APIConnectionError <- fetch <- TLS).
+  const causes = [];
+  for (let c = e.cause; c; c = c.cause) {
+    causes.push(`${c.code ?? ''} ${c.message ?? ''}`.trim());
+  }
+  out.error = { name: e.constructor.name, message: String(e.message), cause: causes.join(' <- ') };
 }
 console.log(JSON.stringify(out));
