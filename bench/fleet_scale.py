@@ -1,0 +1,412 @@
+#!/usr/bin/env python3
+"""Fleet-size benchmark: what a request costs the gateway with W workers registered.
+
+One nginx answers on W loopback ports as W workers (a canned chat completion, /v1/models and
+/health); troupe runs in front with all W registered (by --worker-urls or by POST /workers), and
+wrk sends chat requests at concurrency 1 and 64. For every fleet size and policy, in rounds
+(interleaved: every size and policy once per round; medians over rounds), it records requests/s,
+p50 and p99, the ratio to the smallest fleet of the same round, the time to register the fleet
+(until listed, and until every worker is routable), and the gateway's RSS per worker. With
+--churn R, each measurement is repeated while a thread adds and removes workers at R operations
+per second (half adds, half removes), counting requests that failed.
+
+The gateway is pinned to --gateway-cpu, nginx and wrk to --load-cpus (taskset), as the issue's
+measurements were.
+
+Usage: bench/fleet_scale.py [--workers 4 500 2000 4000] [--policies round_robin ...]
+           [--rounds 3] [--duration 5] [--concurrency 1 64] [--register flag|post]
+           [--churn 50] [--build build] [--json out.json]
+Needs wrk, nginx and taskset (scripts/install-deps.sh).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+MODEL = "m"
+CHAT_ANSWER = json.dumps({
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": MODEL,
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+MODELS = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+# Each request carries a session key (x-session-id, for consistent_hash) that also starts
+# its prompt (for cache_aware): 1000 sessions, cycled.
+WRK_LUA = r"""
+local n = 0
+local prompt = string.rep("The quick brown fox jumps over the lazy dog. ", 20)
+request = function()
+  n = n + 1
+  local key = "s" .. (n % 1000)
+  local body = '{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"' ..
+               key .. ' ' .. prompt .. '"}]}'
+  return wrk.format("POST", "/v1/chat/completions",
+                    {["Content-Type"] = "application/json", ["x-session-id"] = key}, body)
+end
+"""
+
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_ports(count, start=20000):
+    """`count` free ports below the ephemeral range (no outgoing connection takes them)."""
+    ports = []
+    p = start
+    while len(ports) < count:
+        if p >= 32768:
+            sys.exit("not enough free ports below 32768")
+        if port_free(p):
+            ports.append(p)
+        p += 1
+    return ports
+
+
+def nginx_conf(tmp, ports):
+    listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
+    return f"""
+worker_processes 1;
+worker_rlimit_nofile 200000;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log error;
+events {{ worker_connections 100000; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path {tmp}/body;
+  proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi;
+  uwsgi_temp_path {tmp}/uwsgi;
+  scgi_temp_path {tmp}/scgi;
+  server {{
+{listens}
+    default_type application/json;
+    location = /health {{ return 200 'ok'; }}
+    location = /v1/models {{ return 200 '{MODELS}'; }}
+    location = /v1/chat/completions {{ client_body_buffer_size 64k; return 200 '{CHAT_ANSWER}'; }}
+  }}
+}}
+"""
+
+
+def get(port, path, timeout=10):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def wait_until(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            v = pred()
+            if v:
+                return v
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def fleet_counts(port):
+    status, body = get(port, "/workers", timeout=30)
+    if status != 200:
+        return 0, 0
+    workers = json.loads(body)["workers"]
+    return len(workers), sum(1 for w in workers if w.get("routable"))
+
+
+class Gateway:
+    """troupe pinned to a core, its fleet registered by flag or by POST."""
+
+    def __init__(self, binary, policy, urls, register, cpu, log_level):
+        self.port = free_port()
+        args = ["taskset", "-c", str(cpu), binary, "--host", "127.0.0.1", "--port",
+                str(self.port), "--prometheus-port", "0", "--policy", policy,
+                "--log-level", log_level]
+        if register == "flag" and urls:
+            args += ["--worker-urls", *urls]
+        t0 = time.time()
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: get(self.port, "/liveness", 1)[0] == 200, 30, "troupe liveness")
+        self.rss_empty = rss_mb(self.proc.pid) if register == "post" else None
+        if register == "post":
+            t0 = time.time()
+            self.post_all(urls)
+        self.listed_s = time.time() - t0
+        wait_until(lambda: fleet_counts(self.port)[0] == len(urls), 120, "workers listed")
+        self.listed_s = time.time() - t0
+        wait_until(lambda: fleet_counts(self.port)[1] == len(urls), 300, "workers routable")
+        self.routable_s = time.time() - t0
+        self.rss = rss_mb(self.proc.pid)
+
+    def post_all(self, urls):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            for u in urls:
+                c.request("POST", "/workers", body=json.dumps({"url": u}),
+                          headers={"Content-Type": "application/json"})
+                r = c.getresponse()
+                r.read()
+                if r.status not in (200, 201, 202):
+                    raise RuntimeError(f"POST /workers {u}: {r.status}")
+        finally:
+            c.close()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Churn(threading.Thread):
+    """Adds and removes workers at `rate` operations per second until stopped."""
+
+    def __init__(self, port, spare_urls, rate):
+        super().__init__(daemon=True)
+        self.port, self.spare, self.rate = port, list(spare_urls), rate
+        self.stop_flag = threading.Event()
+        self.ops = 0
+        self.failed = 0
+
+    def run(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        added = []  # ids of the workers this thread added, oldest first
+        spare = list(self.spare)
+        interval = 1.0 / self.rate
+        next_at = time.time()
+        while not self.stop_flag.is_set():
+            try:
+                if added and (len(added) >= len(self.spare) // 2 or self.ops % 2):
+                    wid, url = added.pop(0)
+                    c.request("DELETE", f"/workers/{wid}")
+                    r = c.getresponse()
+                    r.read()
+                    spare.append(url)
+                    ok = r.status in (200, 202, 204)
+                else:
+                    url = spare.pop(0)
+                    c.request("POST", "/workers", body=json.dumps({"url": url}),
+                              headers={"Content-Type": "application/json"})
+                    r = c.getresponse()
+                    body = r.read()
+                    ok = r.status in (200, 201, 202)
+                    if ok:
+                        added.append((json.loads(body)["id"], url))
+                    else:
+                        spare.append(url)
+                self.ops += 1
+                self.failed += 0 if ok else 1
+            except (OSError, http.client.HTTPException):
+                self.failed += 1
+                c.close()
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            next_at += interval
+            delay = next_at - time.time()
+            if delay > 0:
+                self.stop_flag.wait(delay)
+        c.close()
+
+
+def parse_wrk(out):
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    lat = {}
+    for pct, val, unit in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M):
+        lat[pct] = float(val) * UNITS[unit]
+    errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
+                              out)
+    return {"rps": rps, "p50_ms": lat.get("50"), "p99_ms": lat.get("99"),
+            "non2xx": int(errors.group(1)) if errors else 0,
+            "socket_errors": sum(int(x) for x in socket_errors.groups()) if socket_errors else 0}
+
+
+def run_wrk(port, conc, duration, script, cpus):
+    threads = 1 if conc == 1 else 2
+    cmd = ["taskset", "-c", cpus, "wrk", "-t", str(threads), "-c", str(conc),
+           "-d", f"{duration}s", "--latency", "-s", script, f"http://127.0.0.1:{port}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return parse_wrk(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, nargs="+", default=[4, 500, 2000, 4000])
+    ap.add_argument("--policies", nargs="+",
+                    default=["round_robin", "random", "power_of_two", "cache_aware",
+                             "consistent_hash"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 64])
+    ap.add_argument("--register", choices=["flag", "post"], default="flag")
+    ap.add_argument("--churn", type=float, default=0,
+                    help="also measure while adding/removing this many workers per second")
+    ap.add_argument("--gateway-cpu", default="0")
+    ap.add_argument("--load-cpus", default="1")
+    ap.add_argument("--log-level", default="warn")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--json", help="also write the raw results here")
+    args = ap.parse_args()
+
+    for tool in ("wrk", "taskset"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is missing: run scripts/install-deps.sh")
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    troupe_bin = os.path.join(args.build, "apps", "troupe", "troupe")
+    spare_count = 200 if args.churn else 0
+    ports = worker_ports(max(args.workers) + spare_count)
+    urls = [f"http://127.0.0.1:{p}" for p in ports]
+    spare_urls = urls[max(args.workers):]
+
+    tmp = tempfile.mkdtemp(prefix="troupe-fleet-")
+    nginx_proc = None
+    results = []
+    try:
+        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            os.makedirs(os.path.join(tmp, d), exist_ok=True)
+        with open(os.path.join(tmp, "nginx.conf"), "w") as f:
+            f.write(nginx_conf(tmp, ports))
+        nginx_proc = subprocess.Popen(["taskset", "-c", args.load_cpus, nginx, "-c",
+                                       os.path.join(tmp, "nginx.conf")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: get(ports[-1], "/health", 1)[0] == 200, 30, "nginx")
+        script = os.path.join(tmp, "chat.lua")
+        with open(script, "w") as f:
+            f.write(WRK_LUA)
+
+        for rnd in range(args.rounds):
+            for policy in args.policies:
+                for w in args.workers:
+                    gw = Gateway(troupe_bin, policy, urls[:w], args.register, args.gateway_cpu,
+                                 args.log_level)
+                    try:
+                        run_wrk(gw.port, 8, 1, script, args.load_cpus)  # warm-up
+                        row = {"round": rnd + 1, "policy": policy, "workers": w,
+                               "register": args.register, "listed_s": gw.listed_s,
+                               "routable_s": gw.routable_s, "rss_mb": gw.rss,
+                               "rss_empty_mb": gw.rss_empty}
+                        for c in args.concurrency:
+                            row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
+                                                   args.load_cpus)
+                            if args.churn:
+                                churn = Churn(gw.port, spare_urls, args.churn)
+                                churn.start()
+                                res = run_wrk(gw.port, c, args.duration, script, args.load_cpus)
+                                churn.stop_flag.set()
+                                churn.join()
+                                res["churn_ops"] = churn.ops
+                                res["churn_failed"] = churn.failed
+                                row[f"c{c}_churn"] = res
+                    finally:
+                        gw.stop()
+                    results.append(row)
+                    line = f"round {rnd + 1} {policy:<15} W={w:<5} listed {gw.listed_s:6.2f} s " \
+                           f"routable {gw.routable_s:6.2f} s rss {gw.rss:6.1f} MB"
+                    for c in args.concurrency:
+                        r = row[f"c{c}"]
+                        line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
+                                f"p99 {r['p99_ms']:.3f}"
+                        if r["non2xx"] or r["socket_errors"]:
+                            line += f" ERR {r['non2xx']}+{r['socket_errors']}"
+                        if args.churn:
+                            ch = row[f"c{c}_churn"]
+                            line += f" churn {ch['rps']:8.0f} p99 {ch['p99_ms']:.3f}" \
+                                    f" ({ch['churn_ops']} ops, {ch['non2xx']} non-2xx," \
+                                    f" {ch['socket_errors']} socket errors)"
+                    print(line, flush=True)
+
+        print_summary(args, results)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=2)
+    finally:
+        if nginx_proc:
+            nginx_proc.send_signal(signal.SIGQUIT)
+            try:
+                nginx_proc.wait(10)
+            except subprocess.TimeoutExpired:
+                nginx_proc.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def print_summary(args, results):
+    smallest = min(args.workers)
+    print(f"\nmedians over {args.rounds} rounds; ratios to W={smallest} of the same round and "
+          "policy, then the median:")
+    head = f"{'policy':<15} {'W':>5} {'listed s':>8} {'routable s':>10} {'RSS MB':>7} {'KB/worker':>9}"
+    for c in args.concurrency:
+        head += f" {'c' + str(c) + ' req/s':>11} {'ratio':>6} {'p50 ms':>7} {'p50 x':>6} {'p99 ms':>7}"
+        if args.churn:
+            head += f" {'churn p99':>9} {'p99 x':>6} {'fail':>5}"
+    print(head)
+    for policy in args.policies:
+        base = {r["round"]: r for r in results if r["policy"] == policy and r["workers"] == smallest}
+        for w in args.workers:
+            rows = [r for r in results if r["policy"] == policy and r["workers"] == w]
+            med = lambda f: statistics.median(f(r) for r in rows)
+            rss = med(lambda r: r["rss_mb"])
+            base_rss = med(lambda r: r["rss_empty_mb"] if r["rss_empty_mb"] is not None
+                           else base[r["round"]]["rss_mb"])
+            per_worker = (rss - base_rss) * 1024 / w if w != smallest or rows[0]["rss_empty_mb"] else 0
+            line = f"{policy:<15} {w:>5} {med(lambda r: r['listed_s']):>8.2f} " \
+                   f"{med(lambda r: r['routable_s']):>10.2f} {rss:>7.1f} {per_worker:>9.1f}"
+            for c in args.concurrency:
+                k = f"c{c}"
+                ratio = med(lambda r: r[k]["rps"] / base[r["round"]][k]["rps"])
+                p50x = med(lambda r: r[k]["p50_ms"] / base[r["round"]][k]["p50_ms"])
+                line += f" {med(lambda r: r[k]['rps']):>11.0f} {ratio:>6.2f} " \
+                        f"{med(lambda r: r[k]['p50_ms']):>7.3f} {p50x:>6.2f} " \
+                        f"{med(lambda r: r[k]['p99_ms']):>7.3f}"
+                if args.churn:
+                    ck = f"c{c}_churn"
+                    p99x = med(lambda r: r[ck]["p99_ms"] / r[k]["p99_ms"])
+                    fails = sum(r[ck]["non2xx"] + r[ck]["socket_errors"] for r in rows)
+                    line += f" {med(lambda r: r[ck]['p99_ms']):>9.3f} {p99x:>6.2f} {fails:>5}"
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
