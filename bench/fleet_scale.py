@@ -34,15 +34,9 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-MODEL = "m"
-CHAT_ANSWER = json.dumps({
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": MODEL,
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                 "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
-MODELS = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+from fake_worker import FakeWorkers
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 # Each request carries a session key (x-session-id, for consistent_hash) that also starts
 # its prompt (for cache_aware): 1000 sessions, cycled.
 WRK_LUA = r"""
@@ -87,34 +81,6 @@ def worker_ports(count, start=20000):
             ports.append(p)
         p += 1
     return ports
-
-
-def nginx_conf(tmp, ports):
-    listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
-    return f"""
-worker_processes 1;
-worker_rlimit_nofile 200000;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/nginx-error.log error;
-events {{ worker_connections 100000; }}
-http {{
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path {tmp}/body;
-  proxy_temp_path {tmp}/proxy;
-  fastcgi_temp_path {tmp}/fastcgi;
-  uwsgi_temp_path {tmp}/uwsgi;
-  scgi_temp_path {tmp}/scgi;
-  server {{
-{listens}
-    default_type application/json;
-    location = /health {{ return 200 'ok'; }}
-    location = /v1/models {{ return 200 '{MODELS}'; }}
-    location = /v1/chat/completions {{ client_body_buffer_size 64k; return 200 '{CHAT_ANSWER}'; }}
-  }}
-}}
-"""
 
 
 def get(port, path, timeout=10):
@@ -294,25 +260,17 @@ def main():
     for tool in ("wrk", "taskset"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is missing: run scripts/install-deps.sh")
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     troupe_bin = os.path.join(args.build, "apps", "troupe", "troupe")
     spare_count = 200 if args.churn else 0
     ports = worker_ports(max(args.workers) + spare_count)
     urls = [f"http://127.0.0.1:{p}" for p in ports]
     spare_urls = urls[max(args.workers):]
 
-    tmp = tempfile.mkdtemp(prefix="troupe-fleet-")
-    nginx_proc = None
+    workers = None
     results = []
+    tmp = tempfile.mkdtemp(prefix="troupe-fleet-")
     try:
-        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            os.makedirs(os.path.join(tmp, d), exist_ok=True)
-        with open(os.path.join(tmp, "nginx.conf"), "w") as f:
-            f.write(nginx_conf(tmp, ports))
-        nginx_proc = subprocess.Popen(["taskset", "-c", args.load_cpus, nginx, "-c",
-                                       os.path.join(tmp, "nginx.conf")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: get(ports[-1], "/health", 1)[0] == 200, 30, "nginx")
+        workers = FakeWorkers(ports, prefix=["taskset", "-c", args.load_cpus])
         script = os.path.join(tmp, "chat.lua")
         with open(script, "w") as f:
             f.write(WRK_LUA)
@@ -363,12 +321,8 @@ def main():
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)
     finally:
-        if nginx_proc:
-            nginx_proc.send_signal(signal.SIGQUIT)
-            try:
-                nginx_proc.wait(10)
-            except subprocess.TimeoutExpired:
-                nginx_proc.kill()
+        if workers:
+            workers.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -1,0 +1,86 @@
+"""A fake worker for benchmarks: one nginx answering on any number of loopback ports with a
+canned chat completion (`POST /v1/chat/completions`), a model listing (`GET /v1/models`) and
+`GET /health`. It never looks at a request body, so it costs next to nothing per request:
+what a benchmark measures in front of it is the gateway."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+MODEL = "m"
+CHAT_ANSWER = json.dumps({
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": MODEL,
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+MODELS = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+
+def _conf(tmp, ports):
+    listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
+    return f"""
+worker_processes 1;
+worker_rlimit_nofile 20000;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log error;
+events {{ worker_connections 19000; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  client_max_body_size 16m;
+  client_body_buffer_size 1m;
+  client_body_temp_path {tmp}/body;
+  proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi;
+  uwsgi_temp_path {tmp}/uwsgi;
+  scgi_temp_path {tmp}/scgi;
+  server {{
+{listens}
+    default_type application/json;
+    location = /health {{ return 200 'ok'; }}
+    location = /v1/models {{ return 200 '{MODELS}'; }}
+    location = /v1/chat/completions {{ return 200 '{CHAT_ANSWER}'; }}
+  }}
+}}
+"""
+
+
+class FakeWorkers:
+    """nginx on `ports`, started at once (prefix: e.g. ["taskset", "-c", "1"])."""
+
+    def __init__(self, ports, prefix=()):
+        self.ports = list(ports)
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
+        self.tmp = tempfile.mkdtemp(prefix="troupe-fake-worker-")
+        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            os.makedirs(os.path.join(self.tmp, d), exist_ok=True)
+        conf = os.path.join(self.tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(_conf(self.tmp, self.ports))
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.proc = subprocess.Popen([*prefix, nginx, "-c", conf], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(self.urls[-1] + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("the fake worker (nginx) did not start")
+                time.sleep(0.05)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGQUIT)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)

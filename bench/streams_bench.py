@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Streams at scale, measured with troupe-bench (docs/bench.md) through one troupe node:
+
+  many     N concurrent streamed chats (default 9,900) against simulators with long outputs:
+           the gateway's peak RSS, its RSS per stream, and every request's outcome.
+  ttft     the time to first token the gateway adds at C concurrent streams (default 256):
+           troupe-bench straight to the simulator and through troupe, interleaved rounds; the
+           difference of the TTFT percentiles, per round, then the median.
+  prompts  non-streamed requests/s with 100 KB prompts against 1 KB prompts at concurrency 64,
+           through troupe and direct, interleaved rounds, against a fake worker (nginx with a
+           canned answer, bench/fake_worker.py) that does not read the prompt: the simulator
+           tokenizes every prompt and would be what the run measures.
+
+Usage: bench/streams_bench.py [many|ttft|prompts ...] [--rounds 3] [--streams 9900]
+           [--ttft-concurrency 256] [--build build] [--json out.json]
+N streams are 2N sockets in the gateway (client and worker side): the processes' open-file
+limit (`ulimit -n`, raised to the hard limit by troupe-bench) must allow it. On the machines of
+docs/performance.md the hard limit is 20,000, so 9,900 streams is the most one node can hold.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from fake_worker import MODEL as FAKE_MODEL, FakeWorkers
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+MODEL = "bench-model"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def rss_mb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+class Procs:
+    def __init__(self, build):
+        self.build = build
+        self.procs = []
+
+    def start(self, args):
+        p = subprocess.Popen([str(a) for a in args],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def sim(self, *flags):
+        port = free_port()
+        self.start([os.path.join(self.build, "apps", "troupe-sim", "troupe-sim"), "--port", port,
+                    "--model-id", MODEL, "--request-log-size", 0, "--log-level", "warn", *flags])
+        url = f"http://127.0.0.1:{port}"
+        wait_http(url + "/health")
+        return url
+
+    def troupe(self, sims, *flags):
+        port = free_port()
+        p = self.start([os.path.join(self.build, "apps", "troupe", "troupe"), "--port", port,
+                        "--prometheus-port", 0, "--log-level", "warn", "--worker-urls", *sims,
+                        *flags])
+        url = f"http://127.0.0.1:{port}"
+        wait_http(url + "/readiness")
+        return url, p
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.procs = []
+
+
+def bench(build, *args, model=MODEL, timeout=900):
+    """Runs troupe-bench; its JSON report's first stage."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = [os.path.join(build, "apps", "troupe-bench", "troupe-bench"), "--model", model,
+               "--progress", "off", "--json", out, *map(str, args)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"troupe-bench failed ({p.returncode}): {p.stderr}")
+        with open(out) as f:
+            return json.load(f)["stages"][0]
+
+
+def prompt_file(tmp, size):
+    path = os.path.join(tmp, f"prompt-{size}.jsonl")
+    words = ("lorem ipsum dolor sit amet consectetur adipiscing elit " * (size // 50 + 1))[:size]
+    with open(path, "w") as f:
+        f.write(json.dumps({"prompt": words}) + "\n")
+    return path
+
+
+def many(args, results):
+    """N concurrent long streams through one gateway; its RSS."""
+    procs = Procs(args.build)
+    try:
+        # Each stream: first token after 200 ms, then a token a second for --stream-seconds:
+        # all N are open together for most of the run.
+        tokens = args.stream_seconds
+        sims = [procs.sim("--ttft-base-ms", 200, "--prefill-us-per-token", 0, "--itl-ms", 1000,
+                          "--output-tokens", tokens) for _ in range(args.sims)]
+        gw, gw_proc = procs.troupe(sims)
+        idle = rss_mb(gw_proc.pid)
+        peak = [idle]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peak[0] = max(peak[0], rss_mb(gw_proc.pid))
+                stop.wait(0.2)
+
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        started = time.time()
+        stage = bench(args.build, "--url", gw, "--concurrency", args.streams, "--requests",
+                      args.streams, "--duration", 0, "--max-tokens", tokens, "--system-prompts", 0,
+                      "--user-tokens", 20, "--threads", 2, "--timeout", 600)
+        stop.set()
+        t.join()
+        row = {"streams": args.streams, "sims": args.sims, "tokens": tokens,
+               "wall_s": time.time() - started, "ok": stage["ok"], "failed": stage["failed"],
+               "failures": stage["failures"], "rss_idle_mb": idle, "rss_peak_mb": peak[0],
+               "kb_per_stream": (peak[0] - idle) * 1024 / args.streams,
+               "ttft_p50_ms": stage["ttft_ms"]["p50"], "ttft_p99_ms": stage["ttft_ms"]["p99"],
+               "itl_p99_ms": stage["itl_ms"]["p99"]}
+        results["many"] = row
+        print(f"many: {row['streams']} streams x {tokens} tokens over {args.sims} simulators: "
+              f"{row['ok']} ok, {row['failed']} failed {row['failures'] or ''}; gateway RSS "
+              f"{idle:.0f} MB idle, {peak[0]:.0f} MB peak ({row['kb_per_stream']:.1f} KB per "
+              f"stream); TTFT p50 {row['ttft_p50_ms']:.0f} ms p99 {row['ttft_p99_ms']:.0f} ms; "
+              f"ITL p99 {row['itl_p99_ms']:.0f} ms", flush=True)
+    finally:
+        procs.stop_all()
+
+
+def ttft(args, results):
+    """TTFT through troupe minus TTFT direct, at C concurrent streams."""
+    procs = Procs(args.build)
+    try:
+        # A token every 100 ms: 256 streams are ~2,500 events/s, which leaves the machine's
+        # two cores room, so what shows is the gateway's cost and not a saturated box.
+        sim = procs.sim("--ttft-base-ms", 20, "--prefill-us-per-token", 0, "--itl-ms", 100,
+                        "--output-tokens", 20)
+        gw, _ = procs.troupe([sim])
+        common = ["--concurrency", args.ttft_concurrency, "--duration", args.duration,
+                  "--warmup", 2, "--max-tokens", 20, "--system-prompts", 4,
+                  "--system-prompt-tokens", 200, "--users", 256]
+        rows = []
+        for r in range(args.rounds):
+            row = {}
+            for name, url in (("direct", sim), ("troupe", gw)):
+                s = bench(args.build, "--url", url, *common)
+                row[name] = {k: s["ttft_ms"][k] for k in ("p50", "p90", "p99")}
+                row[name]["failed"] = s["failed"]
+                row[name]["rps"] = s["throughput"]["requests_per_s"]
+            rows.append(row)
+            print(f"ttft round {r + 1}: direct p50 {row['direct']['p50']:.2f} p99 "
+                  f"{row['direct']['p99']:.2f} ms; troupe p50 {row['troupe']['p50']:.2f} p99 "
+                  f"{row['troupe']['p99']:.2f} ms; added p50 "
+                  f"{row['troupe']['p50'] - row['direct']['p50']:+.2f} p99 "
+                  f"{row['troupe']['p99'] - row['direct']['p99']:+.2f} ms", flush=True)
+        added = {p: statistics.median(x["troupe"][p] - x["direct"][p] for x in rows)
+                 for p in ("p50", "p90", "p99")}
+        results["ttft"] = {"concurrency": args.ttft_concurrency, "rounds": rows, "added_ms": added}
+        print(f"ttft at {args.ttft_concurrency} streams: added by the gateway (median of rounds) "
+              f"p50 {added['p50']:+.2f} ms, p90 {added['p90']:+.2f} ms, p99 {added['p99']:+.2f} ms")
+    finally:
+        procs.stop_all()
+
+
+def prompts(args, results):
+    """Requests/s with 100 KB prompts against 1 KB prompts."""
+    procs = Procs(args.build)
+    tmp = tempfile.mkdtemp(prefix="troupe-prompts-")
+    worker = FakeWorkers([free_port()])
+    try:
+        gw, _ = procs.troupe(worker.urls, "--max-payload-size", 4 * 1024 * 1024)
+        files = {"1KB": prompt_file(tmp, 1000), "100KB": prompt_file(tmp, 100_000)}
+        rows = []
+        for r in range(args.rounds):
+            row = {}
+            for target, url in (("direct", worker.urls[0]), ("troupe", gw)):
+                for size, path in files.items():
+                    s = bench(args.build, "--url", url, "--prompts", path, "--no-stream",
+                              "--concurrency", 64, "--duration", args.duration, "--warmup", 1,
+                              "--max-tokens", 8, model=FAKE_MODEL)
+                    row[f"{target}_{size}"] = s["throughput"]["requests_per_s"]
+                    if s["failed"]:
+                        row[f"{target}_{size}_failed"] = s["failures"]
+            rows.append(row)
+            print(f"prompts round {r + 1}: " + ", ".join(
+                f"{k} {v:.0f} req/s" if isinstance(v, float) else f"{k} {v}"
+                for k, v in row.items()), flush=True)
+        ratio = {t: statistics.median(x[f"{t}_100KB"] / x[f"{t}_1KB"] for x in rows)
+                 for t in ("direct", "troupe")}
+        results["prompts"] = {"rounds": rows, "ratio_100KB_to_1KB": ratio}
+        print(f"prompts: 100 KB / 1 KB req/s (median of rounds): troupe {ratio['troupe']:.2f}, "
+              f"direct {ratio['direct']:.2f}")
+    finally:
+        procs.stop_all()
+        worker.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", nargs="*", default=["many", "ttft", "prompts"],
+                    choices=["many", "ttft", "prompts"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=5)
+    ap.add_argument("--streams", type=int, default=9900)
+    ap.add_argument("--stream-seconds", type=int, default=30)
+    ap.add_argument("--sims", type=int, default=4)
+    ap.add_argument("--ttft-concurrency", type=int, default=256)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+    results = {}
+    for what in args.what:
+        {"many": many, "ttft": ttft, "prompts": prompts}[what](args, results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
