@@ -343,7 +343,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
       },
       [self](stop_atom) {
         for (auto& w : self->state.workers) {
-          self->send(w->proxy, drain_atom_v);
+          self->send(w->proxy, stop_atom_v);
         }
         self->state.workers.clear();
         publish(self);

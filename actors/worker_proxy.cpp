@@ -2,6 +2,7 @@
 
 #include "transport/collect_sink.hpp"
 
+#include <boost/asio/steady_timer.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -43,7 +44,14 @@ struct worker_proxy_state {
   };
   std::unordered_map<std::uint64_t, probe> probes;
 
-  bool draining = false;
+  /// The proxy's own timers. Asio timers holding a weak reference, not CAF delayed messages:
+  /// a delayed message holds the proxy alive until it fires, and a removed worker's proxy
+  /// must end as soon as nothing refers to it (see drain_atom).
+  std::unique_ptr<boost::asio::steady_timer> health_timer;
+  std::unique_ptr<boost::asio::steady_timer> breaker_timer;
+
+  bool draining = false; ///< Removed: no health checks, idle connections closed.
+  bool stopping = false; ///< Node shutdown: quit once no exchange is in flight.
   bool models_known = false;
   std::vector<std::string> models;
   bool check_running = false;
@@ -211,9 +219,25 @@ void check_health(self_ptr self) {
   });
 }
 
+/// Sends the proxy `msg...` after `delay` on `timer`, unless the proxy ended meanwhile.
+template <class... Ts>
+void send_later(self_ptr self, boost::asio::steady_timer& timer, std::chrono::milliseconds delay,
+                Ts... msg) {
+  timer.expires_after(delay);
+  timer.async_wait(
+      [weak = caf::actor_cast<caf::weak_actor_ptr>(self), msg...](boost::system::error_code ec) {
+        if (ec) {
+          return;
+        }
+        if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(weak)) {
+          caf::anon_send(caf::actor_cast<worker_proxy_actor>(strong), msg...);
+        }
+      });
+}
+
 void schedule_half_open(self_ptr self) {
   auto& st = self->state;
-  self->delayed_send(self, st.cfg.cb_timeout, breaker_atom_v, ++st.cb_generation);
+  send_later(self, *st.breaker_timer, st.cfg.cb_timeout, breaker_atom_v, ++st.cb_generation);
 }
 
 void record_outcome(self_ptr self, const exchange_result& r) {
@@ -269,13 +293,18 @@ nlohmann::json inspect_state(self_ptr self) {
   };
 }
 
-void maybe_quit(self_ptr self) {
+/// After the last exchange in flight: a stopping proxy quits; a drained one lets go of its
+/// connections and probes (it ends when unreachable).
+void after_exchange(self_ptr self) {
   auto& st = self->state;
-  if (st.draining && st.orders.empty()) {
-    for (auto& [id, p] : st.probes) {
-      p.exchange->cancel();
-    }
-    st.pool->close_idle();
+  if (!st.orders.empty() || !(st.draining || st.stopping)) {
+    return;
+  }
+  for (auto& [id, p] : st.probes) {
+    p.exchange->cancel();
+  }
+  st.pool->close_idle();
+  if (st.stopping) {
     self->quit();
   }
 }
@@ -297,6 +326,8 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
       tls->set_verify_mode(boost::asio::ssl::verify_peer);
     }
   }
+  st.health_timer = std::make_unique<boost::asio::steady_timer>(*ioc);
+  st.breaker_timer = std::make_unique<boost::asio::steady_timer>(*ioc);
   st.pool = std::make_shared<transport::upstream_pool>(*ioc, spec.url.host, spec.url.port,
                                                        cfg.max_idle_connections, std::move(tls),
                                                        cfg.use_strands);
@@ -338,7 +369,7 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
           record_outcome(self, r);
           it->second.promise.deliver(std::move(r));
           st.orders.erase(it);
-          return maybe_quit(self);
+          return after_exchange(self);
         }
         if (auto it = st.probes.find(order_id); it != st.probes.end()) {
           auto probe = std::move(it->second);
@@ -356,7 +387,7 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
         if (!st.check_running) {
           check_health(self);
         }
-        self->delayed_send(self, st.cfg.health_interval, health_atom_v);
+        send_later(self, *st.health_timer, st.cfg.health_interval, health_atom_v);
       },
       [self](breaker_atom, std::uint64_t generation) {
         auto& st = self->state;
@@ -368,8 +399,21 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
         }
       },
       [self](drain_atom) {
-        self->state.draining = true;
-        maybe_quit(self);
+        auto& st = self->state;
+        if (!st.draining) {
+          spdlog::debug("worker {} ({}) removed: {} exchanges in flight finish", st.id,
+                        st.spec.spec.url, st.orders.size());
+        }
+        st.draining = true;
+        st.health_timer->cancel();
+        after_exchange(self);
+      },
+      [self](stop_atom) {
+        auto& st = self->state;
+        st.stopping = true;
+        st.health_timer->cancel();
+        st.breaker_timer->cancel();
+        after_exchange(self);
       },
       [self](inspect_atom) { return inspect_state(self).dump(); },
   };

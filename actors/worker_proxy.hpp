@@ -32,8 +32,12 @@ using worker_proxy_actor = caf::typed_actor<
     caf::reacts_to<health_atom>,
     /// The circuit breaker's open period (of the given generation) is over (sent to itself).
     caf::reacts_to<breaker_atom, std::uint64_t>,
-    /// Finish the exchanges in flight, then stop (the worker was removed).
+    /// The worker was removed: policies stop picking it, but a request routed to it before
+    /// that still arrives and is served. Health checks stop, idle connections close once no
+    /// exchange is in flight, and the proxy ends when nothing refers to it any more.
     caf::reacts_to<drain_atom>,
+    /// Finish the exchanges in flight, then stop (node shutdown).
+    caf::reacts_to<stop_atom>,
     /// The proxy's state as JSON, for the admin endpoint.
     caf::replies_to<inspect_atom>::with<std::string>>;
 

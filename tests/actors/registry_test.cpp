@@ -17,10 +17,15 @@ struct replicated {
   std::vector<worker_record> changes;
 };
 
+/// The io_context of the proxies: a base, so it outlives the actor system (the proxies' timers
+/// and pools live on it until their actors are gone).
+struct io_base {
+  boost::asio::io_context ioc;
+};
+
 /// Registries on a deterministic actor system. The io_context never runs: worker proxies are
 /// spawned but reach no worker, which is all these tests need (registrations, not traffic).
-struct fixture : test::actor_system_fixture {
-  boost::asio::io_context ioc;
+struct fixture : io_base, test::actor_system_fixture {
 
   struct node {
     registry_actor registry;

@@ -65,6 +65,7 @@ class ChurnTest(ProcessTestCase):
         ids = {s.url: register(gw, s) for s in sims}
         for wid in ids.values():
             wait_until(lambda: routable(gw, wid), 10, what="worker routable")
+        actors_before = gw.running_actors()
         churner = Churner(gw, sims, ids, rate=50)
         with tempfile.TemporaryDirectory() as tmp:
             report = os.path.join(tmp, "report.json")
@@ -91,6 +92,9 @@ class ChurnTest(ProcessTestCase):
         self.assertEqual(stage["ok"], stage["requests"])
         # Nothing left behind: every proxy's in-flight count came back to zero.
         wait_until(lambda: all(w["load"] == 0 for w in gw.workers()), 10, what="loads back to 0")
+        # The proxies of removed workers end once nothing refers to them: no actor piles up.
+        wait_until(lambda: gw.running_actors() <= actors_before, 10,
+                   what=f"running actors back to {actors_before}")
 
     def test_a_removed_workers_stream_finishes_and_new_requests_avoid_it(self):
         slow = self.sim("--itl-ms", 40, "--output-tokens", 25, zero_latency=False)
