@@ -1,7 +1,5 @@
 #include "cluster/node.hpp"
-
-#include "actors/ask.hpp"
-#include "tests/cluster/deterministic_fixture.hpp"
+#include "tests/fakes/actor_system.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -82,7 +80,7 @@ protocol::worker_record record(std::string id, std::string url, std::uint64_t ve
 
 /// One cluster node ("a" at 10.0.0.1:7000) with a real registry, a fake dialer and fake peers,
 /// on the deterministic scheduler.
-struct fixture : test::deterministic_system {
+struct fixture : test::actor_system_fixture {
   boost::asio::io_context ioc; // never run: proxies are spawned, reach no worker
   std::shared_ptr<actors::fleet_view> fleet = std::make_shared<actors::fleet_view>();
   std::shared_ptr<services::cluster_view> view = std::make_shared<services::cluster_view>();
@@ -91,15 +89,13 @@ struct fixture : test::deterministic_system {
   actors::registry_actor registry;
   dialer_actor dialer;
   node_handles node;
-  std::vector<caf::actor> peers;
   int next_node = 1;
 
   fixture() {
-    registry =
-        actors::make_registry(sys, ioc, fleet, {}, actors::worker_proxy_config{}, {}, "a");
+    registry = actors::make_registry(sys, ioc, fleet, {}, actors::worker_proxy_config{}, {}, "a");
     auto log = dials;
     auto ifs = sys.message_types(caf::detail::type_list<peer_actor>{});
-    dialer = sys.spawn([log, ifs](dialer_actor::pointer) -> dialer_actor::behavior_type {
+    dialer = keep(sys.spawn([log, ifs](dialer_actor::pointer) -> dialer_actor::behavior_type {
       return {
           [log, ifs](caf::connect_atom, const std::string& host, std::uint16_t port)
               -> caf::result<caf::node_id, caf::strong_actor_ptr, std::set<std::string>> {
@@ -112,16 +108,13 @@ struct fixture : test::deterministic_system {
             return {it->second.node, it->second.actor, ifs};
           },
       };
-    });
+    }));
   }
 
   ~fixture() {
+    // While the io_context still exists: the proxies' exchanges post their cancellation to it.
     caf::anon_send(node.node, stop_atom_v);
     caf::anon_send(registry, stop_atom_v);
-    for (auto& p : peers) {
-      caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
-    }
-    caf::anon_send_exit(dialer, caf::exit_reason::user_shutdown);
     run();
   }
 
@@ -152,15 +145,14 @@ struct fixture : test::deterministic_system {
     p.got = std::make_shared<inbox>();
     p.node = other_node(next_node++);
     auto got = p.got;
-    p.actor = sys.spawn([got](peer_actor::pointer) -> peer_actor::behavior_type {
+    p.actor = keep(sys.spawn([got](peer_actor::pointer) -> peer_actor::behavior_type {
       return {[got](gossip_atom, std::string& bytes) {
         std::string why;
         if (auto m = protocol::decode_message(bytes, why)) {
           got->messages.push_back(std::move(*m));
         }
       }};
-    });
-    peers.push_back(caf::actor_cast<caf::actor>(p.actor));
+    }));
     if (!address.empty()) {
       reachable(address, p);
     }
@@ -212,12 +204,8 @@ struct fixture : test::deterministic_system {
   }
 
   std::string add_worker(protocol::worker_spec spec) {
-    auto id = std::make_shared<std::string>();
-    actors::ask(
-        sys, registry, [id](const std::string& x) { *id = x; },
-        [id](caf::error&) { *id = "error"; }, add_atom_v, std::move(spec));
-    run();
-    return *id;
+    auto id = ask<std::string>(registry, add_atom_v, std::move(spec));
+    return id ? *id : "error";
   }
 
   const services::member_status* member_status(const std::string& name) {
@@ -241,12 +229,8 @@ struct fixture : test::deterministic_system {
   }
 
   json inspect() {
-    auto out = std::make_shared<std::string>();
-    actors::ask(
-        sys, node.node, [out](const std::string& s) { *out = s; }, [](caf::error&) {},
-        inspect_atom_v);
-    run();
-    return json::parse(*out);
+    auto state = ask<std::string>(node.node, inspect_atom_v);
+    return state ? json::parse(*state) : json{};
   }
 
   std::uint64_t refused(refusal r) const { return refusals->get(r); }
@@ -279,8 +263,12 @@ TEST_CASE_METHOD(fixture, "a seed is dialed, and the peer it reaches is a member
 }
 
 TEST_CASE_METHOD(fixture, "api keys leave a node only over TLS links") {
-  auto id = add_worker({"https://provider.example", protocol::worker_type::regular, {}, {},
-                        protocol::provider_kind::openai, "sk-local-secret"});
+  auto id = add_worker({"https://provider.example",
+                        protocol::worker_type::regular,
+                        {},
+                        {},
+                        protocol::provider_kind::openai,
+                        "sk-local-secret"});
   REQUIRE(id != "error");
   auto b = peer("10.0.0.2:7000");
   auto c = settings();

@@ -71,25 +71,6 @@ class TlsClusterTest(ProcessTestCase):
         self.assertTrue(state["frame_guard"])
         self.assertEqual(state["refused_total"], 0)
 
-    def test_link_setup_cost(self):
-        """Connect + BASP handshake of a CAF client, TLS against plain (medians of 10)."""
-        tls, plain = Node("node-a"), Node("node-b")
-        self.start_node(tls)
-        self.start_node(plain, tls=False)
-        times = {"tls": [], "plain": []}
-        for _ in range(10):
-            code, ev = probe("--connect", tls.cluster_address, "--tls-cert",
-                             self.certs.cert("probe"), "--tls-key", self.certs.key("probe"),
-                             "--tls-ca", self.certs.ca(), "--listen", "0")
-            self.assertEqual(code, 0, ev)
-            times["tls"].append(ev[0]["ms"])
-            code, ev = probe("--connect", plain.cluster_address, "--listen", "0")
-            self.assertEqual(code, 0, ev)
-            times["plain"].append(ev[0]["ms"])
-        med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
-        print(f"\nlink set-up (connect + handshakes, median of 10): TLS {med['tls']:.1f} ms, "
-              f"plain {med['plain']:.1f} ms, ratio {med['tls'] / med['plain']:.1f}x")
-
     # -- intruders --
 
     def test_intruders_never_become_members_and_change_nothing(self):
