@@ -22,7 +22,7 @@ public:
   struct settings {
     std::chrono::milliseconds reconnect_min{500}; ///< First redial delay; doubles up to max.
     std::chrono::milliseconds reconnect_max{5000};
-    unsigned max_failures = 8;   ///< A learned address failing this many dials in a row goes.
+    unsigned max_failures = 8;    ///< A learned address failing this many dials in a row goes.
     std::size_t max_learned = 64; ///< Learned addresses kept at most (seeds do not count).
   };
 

@@ -92,7 +92,7 @@ struct node_deps {
   actors::registry_actor registry;
   std::shared_ptr<services::cluster_view> view; ///< Where the node publishes its status.
   std::shared_ptr<services::metrics> metrics;   ///< May be null.
-  dialer_actor dialer;                        ///< Null when not networked.
+  dialer_actor dialer;                          ///< Null when not networked.
   std::shared_ptr<refusal_counts> refusals = std::make_shared<refusal_counts>();
 };
 

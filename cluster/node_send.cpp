@@ -38,8 +38,8 @@ actors::record_batch outgoing(node_self self, actors::record_batch records) {
 }
 
 /// Sync messages holding `records`, each within the message limit.
-std::vector<cluster_message> sync_messages(node_self self, actors::record_batch records,
-                                           bool full, std::uint64_t sync_id) {
+std::vector<cluster_message> sync_messages(node_self self, actors::record_batch records, bool full,
+                                           std::uint64_t sync_id) {
   auto& st = self->state;
   std::vector<std::string> too_large;
   auto groups = protocol::split_records(outgoing(self, std::move(records)),

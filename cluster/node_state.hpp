@@ -6,11 +6,11 @@
 // Internal to cluster/.
 
 #include "cluster/dial_table.hpp"
+#include "cluster/frame_guard.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/node.hpp"
 #include "cluster/peer_endpoint.hpp"
 #include "cluster/sync_limits.hpp"
-#include "cluster/frame_guard.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 #include <map>
@@ -25,19 +25,19 @@ struct node_state {
 
   node_config cfg;
   node_deps deps;
-  peer_actor endpoint;                    ///< What peers see as this node (set once at start).
-  std::shared_ptr<endpoint_switch> off;   ///< Closes the endpoint when the node stops.
+  peer_actor endpoint;                  ///< What peers see as this node (set once at start).
+  std::shared_ptr<endpoint_switch> off; ///< Closes the endpoint when the node stops.
   std::uint64_t incarnation = 0;
   member_table members{member_table::timing{}};
-  std::map<std::string, peer_actor> links;             ///< Verified members, by name.
-  std::map<caf::actor_addr, std::string> dialed;       ///< Actors reached by a dial: address.
-  std::map<std::string, caf::actor_addr> dial_links;   ///< The reverse: address to actor.
+  std::map<std::string, peer_actor> links;           ///< Verified members, by name.
+  std::map<caf::actor_addr, std::string> dialed;     ///< Actors reached by a dial: address.
+  std::map<std::string, caf::actor_addr> dial_links; ///< The reverse: address to actor.
   /// Addresses this node leaves to the peer there to dial (one connection per pair: see
   /// node_dial.cpp), and since when it has waited.
   std::map<std::string, caf::actor_clock::time_point> awaiting;
-  std::set<caf::actor_addr> greeted;                   ///< Links this node sent hello + state.
-  std::set<std::string> full_sync_due;                 ///< Members waiting for a whole registry.
-  std::map<std::string, unsigned> digest_mismatches;   ///< Consecutive, per member.
+  std::set<caf::actor_addr> greeted;                 ///< Links this node sent hello + state.
+  std::set<std::string> full_sync_due;               ///< Members waiting for a whole registry.
+  std::map<std::string, unsigned> digest_mismatches; ///< Consecutive, per member.
   dial_table dials{dial_table::settings{}};
   sync_limits syncs{std::chrono::milliseconds{1000}};
   std::set<std::string> peer_interface; ///< What a peer's cluster port must publish.

@@ -106,7 +106,9 @@ nlohmann::json inspect_state(node_self self) {
           {"id", self->id()},
           {"node", st.cfg.name},
           {"networked", st.cfg.networked},
-          {"transport", !st.cfg.networked ? "none" : st.cfg.tls ? "tls" : "plain"},
+          {"transport", !st.cfg.networked ? "none"
+                        : st.cfg.tls      ? "tls"
+                                          : "plain"},
           {"cluster_address", st.cfg.cluster_address},
           {"members_up", st.members.count(member_state::up)},
           {"members_suspect", st.members.count(member_state::suspect)},

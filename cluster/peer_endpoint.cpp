@@ -17,11 +17,8 @@ class peer_gate final : public caf::monitorable_actor {
 public:
   peer_gate(caf::actor_config& cfg, node_actor node, std::size_t max_bytes,
             std::shared_ptr<refusal_counts> refusals, std::shared_ptr<endpoint_switch> off)
-      : caf::monitorable_actor(cfg),
-        node_(caf::actor_cast<caf::actor_addr>(node)),
-        max_bytes_(max_bytes),
-        refusals_(std::move(refusals)),
-        off_(std::move(off)) {}
+      : caf::monitorable_actor(cfg), node_(caf::actor_cast<caf::actor_addr>(node)),
+        max_bytes_(max_bytes), refusals_(std::move(refusals)), off_(std::move(off)) {}
 
   const char* name() const override { return "cluster_endpoint"; }
 

@@ -37,9 +37,9 @@ std::optional<std::string> check_settings(const actors::gateway_config& cfg) {
   auto files = tls_files_of(cfg);
   if (files.any() && !files.all()) {
     std::string missing;
-    for (auto [flag, value] : {std::pair{"--cluster-tls-cert", &files.cert},
-                               std::pair{"--cluster-tls-key", &files.key},
-                               std::pair{"--cluster-tls-ca", &files.ca}}) {
+    for (auto [flag, value] :
+         {std::pair{"--cluster-tls-cert", &files.cert}, std::pair{"--cluster-tls-key", &files.key},
+          std::pair{"--cluster-tls-ca", &files.ca}}) {
       if (value->empty()) {
         missing += missing.empty() ? flag : std::string{" and "} + flag;
       }

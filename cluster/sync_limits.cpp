@@ -15,8 +15,7 @@ sync_limits::clock::time_point sync_limits::next_send(const std::string& member)
   return it == sent_.end() ? clock::time_point{} : it->second + interval_;
 }
 
-bool sync_limits::accept(const std::string& member, std::uint64_t sync_id,
-                         clock::time_point now) {
+bool sync_limits::accept(const std::string& member, std::uint64_t sync_id, clock::time_point now) {
   auto [it, fresh] = received_.try_emplace(member);
   auto& in = it->second;
   if (!fresh && sync_id != 0 && sync_id == in.sync_id) {

@@ -132,8 +132,7 @@ tls_diagnosis_actor make_tls_diagnosis(caf::actor_system& sys, tls_files files,
       [files = std::move(files),
        timeout](tls_diagnosis_actor::pointer self) -> tls_diagnosis_actor::behavior_type {
         return {
-            [self, files, timeout](caf::connect_atom, const std::string& host,
-                                   std::uint16_t port) {
+            [self, files, timeout](caf::connect_atom, const std::string& host, std::uint16_t port) {
               auto text = diagnose_tls_handshake(host, port, files, timeout);
               self->quit();
               return text;

@@ -151,15 +151,15 @@ std::optional<std::string> check_tls_files(const tls_files& f) {
     }
     if (encrypted) {
       return "--cluster-tls-key " + f.key +
-             ": the key cannot be decrypted with --cluster-tls-key-passphrase (OpenSSL: " +
-             reason + ")";
+             ": the key cannot be decrypted with --cluster-tls-key-passphrase (OpenSSL: " + reason +
+             ")";
     }
     return "--cluster-tls-key " + f.key + ": holds no PEM private key (OpenSSL: " + reason + ")";
   }
   if (X509_check_private_key(chain.front().get(), key.get()) != 1) {
     ERR_clear_error();
-    return "--cluster-tls-key " + f.key + ": does not match the certificate in --cluster-tls-cert " +
-           f.cert;
+    return "--cluster-tls-key " + f.key +
+           ": does not match the certificate in --cluster-tls-cert " + f.cert;
   }
 
   store_ptr store{X509_STORE_new(), &X509_STORE_free};
@@ -176,7 +176,8 @@ std::optional<std::string> check_tls_files(const tls_files& f) {
     int purpose;
     const char* name;
   };
-  for (auto r : {role{X509_PURPOSE_SSL_SERVER, "server"}, role{X509_PURPOSE_SSL_CLIENT, "client"}}) {
+  for (auto r :
+       {role{X509_PURPOSE_SSL_SERVER, "server"}, role{X509_PURPOSE_SSL_CLIENT, "client"}}) {
     int error = 0;
     if (auto why = verify(store.get(), chain.front().get(), rest.get(), r.purpose, error)) {
       if (error == X509_V_ERR_INVALID_PURPOSE) {
@@ -184,8 +185,8 @@ std::optional<std::string> check_tls_files(const tls_files& f) {
                " (every node is both: its extendedKeyUsage must allow serverAuth and "
                "clientAuth)";
       }
-      return "--cluster-tls-cert " + f.cert + ": not accepted by --cluster-tls-ca " + f.ca +
-             " (" + *why + ")";
+      return "--cluster-tls-cert " + f.cert + ": not accepted by --cluster-tls-ca " + f.ca + " (" +
+             *why + ")";
     }
   }
   return std::nullopt;

@@ -262,8 +262,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->delimiter(',')
       ->check(endpoint_check());
   app.add_option("--cluster-advertise", cfg.cluster_advertise,
-                 "host:port peers reach this node at (default: --host, or the machine's name "
-                 "when --host is 0.0.0.0, with --cluster-port)")
+                 "host:port peers reach this node at (default: --cluster-host, or the machine's "
+                 "name when it is 0.0.0.0, with --cluster-port)")
       ->check(endpoint_check());
   double cluster_heartbeat = cfg.cluster_heartbeat.count() / 1000.0;
   double cluster_timeout = cfg.cluster_timeout.count() / 1000.0;

@@ -196,12 +196,8 @@ protocol::worker_spec provider(std::string url, std::string key) {
 }
 
 std::string add_spec(fixture& f, const fixture::node& n, protocol::worker_spec spec) {
-  auto out = std::make_shared<std::string>();
-  ask(
-      f.sys, n.registry, [out](const std::string& id) { *out = id; },
-      [out](caf::error&) { *out = "error"; }, add_atom_v, std::move(spec));
-  f.sched.run();
-  return *out;
+  auto id = f.ask<std::string>(n.registry, add_atom_v, std::move(spec));
+  return id ? *id : "error";
 }
 
 const worker_entry* entry(const fleet_view& v, std::string_view url) {
