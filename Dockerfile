@@ -13,6 +13,7 @@ COPY . .
 RUN BUILD_DIR=/tmp/build scripts/build.sh troupe troupe-sim \
     && install -m 0755 /tmp/build/apps/troupe/troupe /tmp/build/apps/troupe-sim/troupe-sim \
        /usr/local/bin/ \
+    && install -m 0755 scripts/cluster-certs.sh /usr/local/bin/troupe-cluster-certs \
     && rm -rf /tmp/build \
     && mkdir -p /var/lib/troupe
 

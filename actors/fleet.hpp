@@ -32,6 +32,9 @@ struct worker_entry {
   std::chrono::system_clock::time_point registered_at;
   std::uint64_t version = 0; ///< Version of its registration record (cluster: last writer wins).
   std::string origin;        ///< Node that wrote that version.
+  /// The worker has an api key that did not reach this node (its record came over a cluster
+  /// link without TLS, and this node was not given the key itself): served without one.
+  bool key_missing = false;
 
   /// True when the worker serves `model` (or any model when `model` is empty).
   bool serves(std::string_view model) const;

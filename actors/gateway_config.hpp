@@ -107,6 +107,16 @@ struct gateway_config {
   std::chrono::milliseconds cluster_heartbeat{1000}; ///< Heartbeats between linked nodes.
   std::chrono::milliseconds cluster_timeout{5000};   ///< Silence after which a link is dropped.
   std::chrono::milliseconds cluster_gossip{100};     ///< Load reports, at most this often.
+  std::string cluster_host; ///< Bind address of the cluster port; empty: `host`.
+  // Mutual TLS between nodes (all three files, or none: docs/cluster.md "Securing a cluster").
+  std::string cluster_tls_cert;           ///< This node's certificate (PEM chain).
+  std::string cluster_tls_key;            ///< Its private key (PEM).
+  std::string cluster_tls_ca;             ///< The cluster CA: peers must chain to it.
+  std::string cluster_tls_key_passphrase; ///< For an encrypted key.
+  /// Allows a cluster port without TLS on an address other than loopback.
+  bool cluster_insecure = false;
+  /// Largest gossip message decoded; BASP frames are bounded just above it.
+  std::size_t cluster_max_message_bytes = 8u * 1024 * 1024;
 };
 
 } // namespace troupe::actors

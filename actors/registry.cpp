@@ -6,6 +6,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <spdlog/spdlog.h>
 #include <unordered_map>
@@ -29,6 +30,9 @@ struct registry_state {
   std::vector<std::shared_ptr<worker_entry>> workers; ///< Live workers, registration order.
   /// Every registration ever seen, by id: live ones and tombstones.
   std::unordered_map<std::string, worker_record> records;
+  /// Api keys this node was given itself (flags, `POST /workers`), by url: a record from a
+  /// peer whose link carries no keys takes its key from here.
+  std::unordered_map<std::string, std::string> local_keys;
   std::uint64_t clock = 0;   ///< Highest record version seen (hybrid logical clock).
   std::uint64_t digest = 0;  ///< XOR of the records' hashes.
   std::uint64_t version = 0; ///< Snapshot version.
@@ -120,6 +124,7 @@ bool apply_live(self_ptr self, const worker_record& r) {
     (*it)->models = std::move(models);
     (*it)->version = r.version;
     (*it)->origin = r.origin;
+    (*it)->key_missing = r.key_withheld && r.spec.api_key.empty();
     return true;
   }
   std::string why;
@@ -141,6 +146,13 @@ bool apply_live(self_ptr self, const worker_record& r) {
       std::chrono::milliseconds{r.registered_ms > 0 ? r.registered_ms : r.stamp_ms}};
   entry->version = r.version;
   entry->origin = r.origin;
+  entry->key_missing = r.key_withheld && r.spec.api_key.empty();
+  if (entry->key_missing) {
+    spdlog::warn("worker {} {} from {} has an api key this node was not given (cluster links "
+                 "without TLS carry none): it is served without one until this node gets the "
+                 "key (POST /workers with the same url and the key, or the provider's key flag)",
+                 r.id, r.spec.url, r.origin);
+  }
   start_proxy(self, *entry, std::move(*checked));
   if (it != st.workers.end()) {
     // The spec changed (registered again elsewhere): a new proxy, at the same place.
@@ -159,6 +171,24 @@ bool apply_live(self_ptr self, const worker_record& r) {
   return true;
 }
 
+/// A record whose sender left its api key out takes the key this node holds for the worker:
+/// one it was given itself, or the one its own copy of the record has.
+void fill_withheld_key(registry_state& st, worker_record& r) {
+  if (!r.key_withheld || !r.spec.api_key.empty() || r.deleted) {
+    return;
+  }
+  if (auto k = st.local_keys.find(r.spec.url); k != st.local_keys.end()) {
+    r.spec.api_key = k->second;
+  } else if (auto old = st.records.find(r.id); old != st.records.end() &&
+                                               old->second.spec.url == r.spec.url &&
+                                               !old->second.spec.api_key.empty()) {
+    r.spec.api_key = old->second.spec.api_key;
+  }
+  if (!r.spec.api_key.empty()) {
+    r.key_withheld = false; // complete here
+  }
+}
+
 /// Merges records written elsewhere; returns whether anything changed.
 bool merge(self_ptr self, record_batch& batch) {
   auto& st = self->state;
@@ -167,6 +197,7 @@ bool merge(self_ptr self, record_batch& batch) {
     if (r.id.empty()) {
       continue;
     }
+    fill_withheld_key(st, r);
     st.clock = std::max(st.clock, r.version);
     auto it = st.records.find(r.id);
     if (it != st.records.end() && !protocol::supersedes(r, it->second)) {
@@ -187,6 +218,31 @@ bool merge(self_ptr self, record_batch& batch) {
   return changed;
 }
 
+/// Registering a worker this node serves without the api key its origin holds supplies the key
+/// here (and nowhere else: the record keeps its version). Returns the worker's id when `spec`
+/// is that worker with a key.
+std::optional<std::string> supply_key(self_ptr self, const worker_entry& w,
+                                      const protocol::worker_spec& spec) {
+  auto& st = self->state;
+  auto with_key = w.spec;
+  with_key.api_key = spec.api_key;
+  auto rec = st.records.find(w.id);
+  if (!w.key_missing || spec.api_key.empty() || with_key != spec || rec == st.records.end()) {
+    return std::nullopt;
+  }
+  // `w` is replaced (and freed) below: keep what is needed of it.
+  auto id = w.id;
+  auto url = w.spec.url;
+  auto r = rec->second;
+  r.spec.api_key = spec.api_key;
+  r.key_withheld = false;
+  apply_live(self, r);
+  store(st, r);
+  spdlog::info("worker {} {}: this node has its api key now", id, url);
+  publish(self);
+  return id;
+}
+
 nlohmann::json inspect_state(self_ptr self) {
   auto& st = self->state;
   std::set<std::string> models;
@@ -195,6 +251,8 @@ nlohmann::json inspect_state(self_ptr self) {
   }
   auto tombstones = std::count_if(st.records.begin(), st.records.end(),
                                   [](auto& kv) { return kv.second.deleted; });
+  auto keys_missing =
+      std::count_if(st.workers.begin(), st.workers.end(), [](auto& w) { return w->key_missing; });
   char digest[20];
   std::snprintf(digest, sizeof(digest), "%016llx", static_cast<unsigned long long>(st.digest));
   return {{"kind", "registry"},
@@ -206,6 +264,7 @@ nlohmann::json inspect_state(self_ptr self) {
           {"version", st.version},
           {"records", st.records.size()},
           {"tombstones", tombstones},
+          {"workers_without_their_key", keys_missing},
           {"digest", digest},
           {"clock", st.clock},
           {"listeners", st.listeners.size()},
@@ -233,8 +292,14 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         if (!checked) {
           return make_caf_error(protocol::error_code::bad_request, why);
         }
+        if (!checked->spec.api_key.empty()) {
+          st.local_keys[checked->spec.url] = checked->spec.api_key;
+        }
         for (auto& w : st.workers) {
           if (w->spec.url == checked->spec.url) {
+            if (auto id = supply_key(self, *w, checked->spec)) {
+              return *id;
+            }
             return make_caf_error(protocol::error_code::conflict, "worker " + checked->spec.url +
                                                                       " is already registered as " +
                                                                       w->id);
@@ -294,6 +359,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         r.deleted = true;
         r.models.clear();
         r.spec.api_key.clear();
+        r.key_withheld = false;
         sign(st, r);
         st.workers.erase(it);
         store(st, r);

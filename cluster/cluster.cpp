@@ -1,9 +1,14 @@
 #include "cluster/cluster.hpp"
 
 #include "cluster/address.hpp"
+#include "cluster/frame_guard.hpp"
+#include "cluster/settings.hpp"
 #include "cluster/state_file.hpp"
+#include "cluster/tls_error_queue.hpp"
 
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
 #include <spdlog/spdlog.h>
 #include <stdexcept>
 #include <unistd.h>
@@ -12,18 +17,47 @@ namespace troupe::cluster {
 
 namespace {
 
-/// The address peers reach this node at: `--cluster-advertise`, else the API host (the
-/// machine's name when the API listens on every interface) with the cluster port.
+/// Room for CAF's own part of a BASP message around the largest gossip payload (sender,
+/// receiver, message type, the string's length), and for its handshakes.
+constexpr std::uint32_t basp_overhead = 64 * 1024;
+
+/// The address peers reach this node at: `--cluster-advertise`, else the cluster host (the
+/// machine's name when it listens on every interface) with the cluster port.
 std::string advertised(const actors::gateway_config& cfg, std::uint16_t port) {
   if (!cfg.cluster_advertise.empty()) {
     return cfg.cluster_advertise;
   }
-  auto host = cfg.host;
+  auto host = bind_host(cfg);
   if (host == "0.0.0.0" || host == "::" || host.empty()) {
     char name[256] = {};
     host = ::gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
   }
   return to_string(endpoint{host, port});
+}
+
+node_config node_settings(const actors::gateway_config& cfg) {
+  node_config ncfg;
+  ncfg.name = cfg.node_name;
+  ncfg.api_address = cfg.host + ":" + std::to_string(cfg.port);
+  ncfg.networked = cfg.cluster_port != 0;
+  ncfg.tls = uses_tls(cfg);
+  if (ncfg.tls) {
+    ncfg.tls_identity = tls_files_of(cfg);
+  }
+  ncfg.seeds = cfg.cluster_peers;
+  ncfg.state_file = cfg.state_file;
+  ncfg.keepalive = cfg.cluster_heartbeat;
+  ncfg.gossip_interval = cfg.cluster_gossip;
+  // Our own reports arrive every heartbeat at least: two missed ones make a member suspect.
+  ncfg.suspect_after = 2 * cfg.cluster_heartbeat + cfg.cluster_gossip;
+  // CAF closes a silent link after the connection timeout; this is the backstop.
+  ncfg.down_after = cfg.cluster_timeout + cfg.cluster_heartbeat;
+  ncfg.connect_timeout = cfg.cluster_timeout;
+  // The peer that dials this pair had a full backoff and a dial attempt to do so.
+  ncfg.passive_dial_after = ncfg.reconnect_max + ncfg.connect_timeout;
+  ncfg.max_message_bytes = cfg.cluster_max_message_bytes;
+  ncfg.cluster_address = ncfg.networked ? advertised(cfg, cfg.cluster_port) : std::string{};
+  return ncfg;
 }
 
 } // namespace
@@ -41,6 +75,17 @@ void configure(caf::actor_system_config& sys_cfg, const actors::gateway_config& 
   // (a hung process keeps its TCP connection open: only the timeout notices it).
   sys_cfg.set("middleman.heartbeat-interval", caf::timespan{cfg.cluster_heartbeat});
   sys_cfg.set("middleman.connection-timeout", caf::timespan{cfg.cluster_timeout});
+  // CAF would otherwise dial nodes it hears of by itself, without TLS: the node dials.
+  sys_cfg.set("middleman.enable-automatic-connections", false);
+  set_frame_limit(static_cast<std::uint32_t>(
+      std::min<std::size_t>(cfg.cluster_max_message_bytes + basp_overhead, UINT32_MAX)));
+  if (uses_tls(cfg)) {
+    sys_cfg.load<caf::openssl::manager>();
+    sys_cfg.openssl_certificate = cfg.cluster_tls_cert;
+    sys_cfg.openssl_key = cfg.cluster_tls_key;
+    sys_cfg.openssl_cafile = cfg.cluster_tls_ca;
+    sys_cfg.openssl_passphrase = cfg.cluster_tls_key_passphrase;
+  }
 }
 
 runtime::runtime(caf::actor_system& sys, actors::services_ptr svc)
@@ -50,21 +95,7 @@ runtime::~runtime() = default;
 
 void runtime::start() {
   auto& cfg = svc_->cfg;
-  node_config ncfg;
-  ncfg.name = cfg.node_name;
-  ncfg.api_address = cfg.host + ":" + std::to_string(cfg.port);
-  ncfg.networked = cfg.cluster_port != 0;
-  ncfg.seeds = cfg.cluster_peers;
-  ncfg.state_file = cfg.state_file;
-  ncfg.keepalive = cfg.cluster_heartbeat;
-  ncfg.gossip_interval = cfg.cluster_gossip;
-  // Our own reports arrive every heartbeat at least: two missed ones make a member suspect.
-  ncfg.suspect_after = 2 * cfg.cluster_heartbeat + cfg.cluster_gossip;
-  // CAF closes a silent link after the connection timeout; this is the backstop.
-  ncfg.down_after = cfg.cluster_timeout + cfg.cluster_heartbeat;
-  ncfg.connect_timeout = cfg.cluster_timeout;
-  ncfg.cluster_address = ncfg.networked ? advertised(cfg, cfg.cluster_port) : std::string{};
-
+  auto ncfg = node_settings(cfg);
   if (!cfg.state_file.empty()) {
     std::string why;
     auto records = load_state(cfg.state_file, why);
@@ -78,29 +109,65 @@ void runtime::start() {
     }
   }
 
-  node_ = make_node(sys_, ncfg, node_deps{svc_->registry, svc_->cluster, svc_->metrics});
-  actors::register_with(svc_->inspector, "cluster_node", "cluster_node", node_);
+  node_deps deps{svc_->registry,
+                 svc_->cluster,
+                 svc_->metrics,
+                 {},
+                 std::make_shared<refusal_counts>(svc_->metrics)};
+  if (ncfg.networked) {
+    deps.dialer = caf::actor_cast<dialer_actor>(ncfg.tls ? sys_.openssl_manager().actor_handle()
+                                                         : sys_.middleman().actor_handle());
+  }
+  node_ = make_node(sys_, ncfg, std::move(deps));
+  actors::register_with(svc_->inspector, "cluster_node", "cluster_node", node_.node);
   if (!ncfg.networked) {
     return;
   }
   // Blocking, on the main thread before the io threads run: the middleman's own actor and
   // thread do the work, nothing waits for an asio thread.
-  auto host = cfg.host == "0.0.0.0" || cfg.host == "::" ? std::string{} : cfg.host;
-  auto port = sys_.middleman().publish(caf::actor_cast<peer_actor>(node_), cfg.cluster_port,
-                                       host.empty() ? nullptr : host.c_str(), true);
+  auto host = bind_host(cfg);
+  const char* in = host == "0.0.0.0" || host == "::" || host.empty() ? nullptr : host.c_str();
+  auto port = ncfg.tls ? caf::openssl::publish(node_.endpoint, cfg.cluster_port, in, true)
+                       : sys_.middleman().publish(node_.endpoint, cfg.cluster_port, in, true);
   if (!port) {
-    caf::anon_send(node_, stop_atom_v);
-    throw std::runtime_error("cannot listen for cluster peers on " + cfg.host + ":" +
+    caf::anon_send(node_.node, stop_atom_v);
+    throw std::runtime_error("cannot listen for cluster peers on " + host + ":" +
                              std::to_string(cfg.cluster_port) + ": " + sys_.render(port.error()));
   }
   port_ = *port;
-  spdlog::info("cluster: node {} on {} (cluster port {}), {} seed(s)", ncfg.name,
-               ncfg.cluster_address, port_, ncfg.seeds.size());
+  spdlog::info("cluster: node {} on {} (cluster port {} on {}), {} seed(s)", ncfg.name,
+               ncfg.cluster_address, port_, in ? host : std::string{"every interface"},
+               ncfg.seeds.size());
+  if (ncfg.tls) {
+    spdlog::info("cluster: mutual TLS with the CA in {} (this node: {}); any certificate that "
+                 "CA signed is a member, whatever its name",
+                 cfg.cluster_tls_ca, describe_certificate(cfg.cluster_tls_cert));
+    if (!tls_error_queue_guard_active()) {
+      spdlog::warn("cluster: OpenSSL's error queue is not guarded in this build: a failed TLS "
+                   "handshake may close healthy cluster links (docs/cluster.md)");
+    }
+  } else if (cfg.cluster_insecure) {
+    spdlog::warn("cluster: --cluster-insecure: links on {} are plain TCP without "
+                 "authentication; anyone who reaches the port can join. Api keys are not "
+                 "replicated",
+                 in ? host : std::string{"every interface"});
+  } else {
+    spdlog::info("cluster: links are plain TCP on loopback (development); api keys are not "
+                 "replicated");
+  }
+  if (frame_guard_active()) {
+    spdlog::info("cluster: BASP frames over {} bytes, routed messages and messages to named "
+                 "system actors are refused",
+                 frame_limit());
+  } else {
+    spdlog::warn("cluster: CAF's BASP header check is not guarded in this build: a peer can "
+                 "make this node allocate up to 4 GiB per connection (docs/cluster.md)");
+  }
 }
 
 void runtime::stop() {
-  if (node_) {
-    caf::anon_send(node_, stop_atom_v);
+  if (node_.node) {
+    caf::anon_send(node_.node, stop_atom_v);
   }
 }
 

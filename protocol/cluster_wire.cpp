@@ -24,7 +24,7 @@ void put(packer& pk, const std::vector<std::string>& xs) {
 }
 
 void put_record(packer& pk, const worker_record& r) {
-  pk.pack_map(13);
+  pk.pack_map(r.key_withheld ? 14 : 13);
   put(pk, "id");
   put(pk, r.id);
   put(pk, "url");
@@ -51,6 +51,11 @@ void put_record(packer& pk, const worker_record& r) {
   pk.pack_int64(r.stamp_ms);
   put(pk, "reg");
   pk.pack_int64(r.registered_ms);
+  if (r.key_withheld) {
+    // Written only when set: what older readers never see, they cannot misread.
+    put(pk, "nokey");
+    pk.pack_true();
+  }
 }
 
 void put_records(packer& pk, const std::vector<worker_record>& rs) {
@@ -75,11 +80,15 @@ struct body_writer {
   }
 
   std::string_view operator()(const registry_sync& s) {
-    pk.pack_map(2);
+    pk.pack_map(s.sync_id != 0 ? 3 : 2);
     put(pk, "full");
     s.full ? pk.pack_true() : pk.pack_false();
     put(pk, "records");
     put_records(pk, s.records);
+    if (s.sync_id != 0) {
+      put(pk, "sid");
+      pk.pack_uint64(s.sync_id);
+    }
     return "sync";
   }
 
@@ -257,6 +266,7 @@ std::optional<worker_record> read_record(const msgpack::object& o, std::string& 
   in.get("del", r.deleted);
   in.get("stamp", r.stamp_ms);
   in.get("reg", r.registered_ms);
+  in.get("nokey", r.key_withheld);
   if (!in.ok()) {
     return std::nullopt;
   }
@@ -323,6 +333,7 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     registry_sync s;
     map_reader in{body, "sync", why};
     in.get("full", s.full);
+    in.get("sid", s.sync_id);
     if (!in.ok() || !read_records(in.find("records"), s.records, why)) {
       return false;
     }
@@ -365,9 +376,13 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
 }
 
 /// Unpacks `bytes` into `oh` (msgpack-c reports malformed input by throwing: kept in here).
+/// Every element takes at least one byte, so no array, map or string can be longer than the
+/// input: a claimed length above that is refused before msgpack-c reserves room for it.
 bool unpack(std::string_view bytes, msgpack::object_handle& oh, std::string& why) {
+  auto n = bytes.size();
+  msgpack::unpack_limit limit{n, n, n, n, n, 32};
   try {
-    oh = msgpack::unpack(bytes.data(), bytes.size());
+    oh = msgpack::unpack(bytes.data(), bytes.size(), nullptr, nullptr, limit);
     return true;
   } catch (const std::exception& e) {
     why = std::string("not msgpack: ") + e.what();
@@ -467,6 +482,38 @@ std::optional<cluster_message> decode_message(std::string_view bytes, std::strin
     return std::nullopt;
   }
   return m;
+}
+
+std::vector<std::vector<worker_record>> split_records(std::vector<worker_record> records,
+                                                      std::size_t max_bytes,
+                                                      std::vector<std::string>& too_large) {
+  // An envelope with the longest fields a real one has (node names are short; the margin
+  // covers them and the counters), measured once.
+  constexpr std::size_t envelope_margin = 512;
+  std::vector<std::vector<worker_record>> out;
+  std::vector<worker_record> group;
+  std::size_t group_bytes = envelope_margin;
+  for (auto& r : records) {
+    msgpack::sbuffer one;
+    packer pk{&one};
+    put_record(pk, r);
+    auto size = one.size() + 8; // the array header grows by at most this
+    if (size + envelope_margin > max_bytes) {
+      too_large.push_back(r.id);
+      continue;
+    }
+    if (group_bytes + size > max_bytes && !group.empty()) {
+      out.push_back(std::move(group));
+      group.clear();
+      group_bytes = envelope_margin;
+    }
+    group_bytes += size;
+    group.push_back(std::move(r));
+  }
+  if (!group.empty() || out.empty()) {
+    out.push_back(std::move(group));
+  }
+  return out;
 }
 
 std::string encode(const registry_file& f) {

@@ -30,13 +30,16 @@ inline constexpr std::uint32_t cluster_wire_compat = 1;
 /// record cannot bring it back.
 struct worker_record {
   std::string id;                  ///< Registry id (the same on every node).
-  worker_spec spec;                ///< As registered (the api key travels: links are trusted).
+  worker_spec spec;                ///< As registered; the api key travels only over TLS links.
   std::vector<std::string> models; ///< The model card: ids the worker serves, once discovered.
   std::uint64_t version = 0;       ///< Hybrid logical clock of the write (see `next_version`).
   std::string origin;              ///< Node that wrote this version.
   bool deleted = false;            ///< A tombstone.
   std::int64_t stamp_ms = 0;       ///< Wall clock of the write on `origin` (ms since epoch).
   std::int64_t registered_ms = 0;  ///< When the worker was first registered (ms since epoch).
+  /// The worker has an api key its sender did not send (a link without TLS carries no
+  /// secret): the receiver uses a key it was given itself, or serves the worker without one.
+  bool key_withheld = false;
 
   friend bool operator==(const worker_record&, const worker_record&) = default;
 };
@@ -65,6 +68,9 @@ struct cluster_hello {
 struct registry_sync {
   bool full = false;
   std::vector<worker_record> records;
+  /// Numbers the sender's whole-registry syncs: the parts of one sync (a registry larger than a
+  /// message is sent in several) share it. 0: not given (older senders, deltas).
+  std::uint64_t sync_id = 0;
 };
 
 /// The sender's load: requests it has in flight per worker (workers at zero are left out).
@@ -96,8 +102,17 @@ std::string encode(const cluster_message& m);
 
 /// Reads a message. Unknown fields are skipped and missing ones keep their defaults; a
 /// malformed payload, an unknown body kind or a `compat` above `cluster_wire_version` returns
-/// nothing and sets `why`.
+/// nothing and sets `why`. What the bytes may claim is bounded by their size (no array, map or
+/// string longer than the input, nesting at most 32 deep), so a small message cannot make the
+/// reader allocate much more than itself.
 std::optional<cluster_message> decode_message(std::string_view bytes, std::string& why);
+
+/// The records of `sync` in groups whose encoded messages (envelope `from` and all) stay within
+/// `max_bytes`, in order; a record too large to fit any message on its own is left out and
+/// named in `too_large` (its id).
+std::vector<std::vector<worker_record>> split_records(std::vector<worker_record> records,
+                                                      std::size_t max_bytes,
+                                                      std::vector<std::string>& too_large);
 
 /// What a node persists: its registry's records (tombstones included).
 struct registry_file {

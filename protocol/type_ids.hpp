@@ -49,11 +49,16 @@ CAF_ADD_ATOM(troupe, troupe, persist_atom, "persist")
 
 CAF_ADD_TYPE_ID(troupe, (troupe::protocol::worker_spec))
 
+// -- added later: appended, so that the ids above stay what older builds gave them --
+
+CAF_ADD_ATOM(troupe, troupe, endpoint_atom, "endpoint")
+
 CAF_END_TYPE_ID_BLOCK(troupe)
 
 namespace troupe::protocol {
 
-/// CAF 0.17 inspection of a worker spec (the api key travels: cluster links are trusted).
+/// CAF 0.17 inspection of a worker spec (a local message: peers exchange registrations as
+/// msgpack records, protocol/cluster_wire.hpp, and a record's api key only over TLS links).
 /// Optional fields travel as 0 / empty, which are invalid values of theirs.
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, worker_spec& x) {
   auto type = static_cast<std::uint8_t>(x.type);

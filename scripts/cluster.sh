@@ -3,18 +3,29 @@
 # Docker engine: three troupe nodes forming a cluster, two regular simulated workers and a
 # prefill/decode pair (troupe-sim). Ctrl-C stops everything.
 #
-# Usage: scripts/cluster.sh [--no-build] [--state-dir DIR] [extra troupe flags for every node...]
+# Cluster links are mutual TLS, as in docker-compose.yml: scripts/cluster-certs.sh makes a
+# cluster CA and a certificate per node first.
+#
+# Usage: scripts/cluster.sh [--no-build] [--state-dir DIR] [--certs-dir DIR] [--plain]
+#                           [extra troupe flags for every node...]
 #   --no-build       use the binaries already in ${BUILD_DIR:-build}
 #   --state-dir DIR  each node persists its registry in DIR/<node>.msgpack (default: a temp dir)
+#   --certs-dir DIR  keep the CA and node certificates in DIR (reused when present; default: a
+#                    temp dir)
+#   --plain          cluster links without TLS (loopback only; api keys are then not shared)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=1
 state_dir=""
+certs_dir=""
+tls=1
 while (($#)); do
   case "$1" in
     --no-build) build=0; shift ;;
     --state-dir) state_dir=$2; shift 2 ;;
+    --certs-dir) certs_dir=$2; shift 2 ;;
+    --plain) tls=0; shift ;;
     *) break ;;
   esac
 done
@@ -30,6 +41,10 @@ done
 logs=$(mktemp -d /tmp/troupe-cluster.XXXXXX)
 state_dir=${state_dir:-$logs}
 mkdir -p "$state_dir"
+certs_dir=${certs_dir:-$logs/certs}
+if ((tls)); then
+  scripts/cluster-certs.sh "$certs_dir" node-1 node-2 node-3 >"$logs/cluster-certs.log"
+fi
 
 pids=()
 cleanup() {
@@ -70,9 +85,14 @@ node() { # index, extra flags...
   shift
   local peers=()
   for j in 1 2 3; do ((j == i)) || peers+=("127.0.0.1:700$j"); done
+  local tls_flags=()
+  if ((tls)); then
+    tls_flags=(--cluster-tls-cert "$certs_dir/node-$i.pem" --cluster-tls-key "$certs_dir/node-$i.key"
+               --cluster-tls-ca "$certs_dir/ca.pem")
+  fi
   start "troupe-$i" "$troupe" --host 127.0.0.1 --port "3000$i" --prometheus-port "2900$i" \
     --node-name "node-$i" --cluster-port "700$i" --cluster-peers "$(IFS=,; echo "${peers[*]}")" \
-    --state-file "$state_dir/node-$i.msgpack" "$@"
+    --state-file "$state_dir/node-$i.msgpack" "${tls_flags[@]}" "$@"
 }
 node 1 --worker-urls http://127.0.0.1:31001 http://127.0.0.1:31002 "${@}"
 node 2 --pd-disaggregation --prefill http://127.0.0.1:31011 31998 --decode http://127.0.0.1:31012 "${@}"
@@ -87,7 +107,8 @@ done
 
 cat <<TXT
 
-A Troupe cluster of three nodes is up (logs: $logs, state files: $state_dir):
+A Troupe cluster of three nodes is up (logs: $logs, state files: $state_dir,
+cluster links: $( ((tls)) && echo "mutual TLS, certificates in $certs_dir" || echo "plain TCP on loopback")):
   node-1  http://127.0.0.1:30001  (registered sim-1, sim-2)
   node-2  http://127.0.0.1:30002  (registered the prefill/decode pair)
   node-3  http://127.0.0.1:30003  (registered nothing: it learns the fleet from the others)

@@ -32,6 +32,7 @@ struct member_status {
 struct cluster_status {
   bool enabled = false;               ///< False: the node runs alone (no `--cluster-port`).
   std::string self;                   ///< This node's name.
+  std::string transport;              ///< Cluster links: `tls` or `plain` (empty: alone).
   std::uint64_t registry_digest = 0;  ///< This node's registry digest.
   std::vector<member_status> members; ///< This node first, then the peers by name.
 };

@@ -464,6 +464,12 @@ struct metrics::impl {
           .Name("troupe_cluster_propagation_seconds")
           .Help("Delay between a registry change on its origin node and its arrival here")
           .Register(*registry);
+  prom::Family<prom::Counter>& cluster_refused =
+      prom::BuildCounter()
+          .Name("troupe_cluster_refused_total")
+          .Help("What the cluster layer refused from peers or strangers, by reason "
+                "(docs/cluster.md, \"Securing a cluster\")")
+          .Register(*registry);
 
   // actors
   prom::Family<prom::Gauge>& mailbox =
@@ -483,6 +489,7 @@ struct metrics::impl {
   child_cache<prom::Counter> router_errors_by{{"error_type"}, adder(router_errors)};
   child_cache<prom::Histogram> router_ttft_by{{"model"},
                                               histogram_adder(router_ttft, latency_buckets)};
+  child_cache<prom::Counter> cluster_refused_by{{"reason"}, adder(cluster_refused)};
   prom::Counter& pd_requests_total = pd_requests.Add({});
   prom::Counter& retries_connect = retries.Add({{"reason", "connect"}});
   prom::Counter& retries_status = retries.Add({{"reason", "status"}});
@@ -543,6 +550,10 @@ void metrics::set_cluster_members(std::size_t up, std::size_t suspect, std::size
 
 void metrics::on_cluster_propagation(std::chrono::duration<double> delay) {
   impl_->propagation.Observe(delay.count());
+}
+
+void metrics::on_cluster_refused(std::string_view reason, std::uint64_t n) {
+  impl_->cluster_refused_by.get({reason}).Increment(static_cast<double>(n));
 }
 
 void metrics::set_mailbox_size(const std::string& actor, std::size_t size) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -84,6 +85,10 @@ public:
 
   /// How long a registry change took to reach this node: `troupe_cluster_propagation_seconds`.
   void on_cluster_propagation(std::chrono::duration<double> delay);
+
+  /// The cluster layer refused something (a message, a frame, a sync):
+  /// `troupe_cluster_refused_total{reason}`; reasons are cluster/refusals.hpp's fixed set.
+  void on_cluster_refused(std::string_view reason, std::uint64_t n = 1);
 
   // -- actors --
 

@@ -3,6 +3,7 @@
 #include "actors/policy.hpp"
 #include "apps/troupe/security.hpp"
 #include "cluster/address.hpp"
+#include "cluster/settings.hpp"
 
 #include <CLI/CLI.hpp>
 #include <charconv>
@@ -261,8 +262,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->delimiter(',')
       ->check(endpoint_check());
   app.add_option("--cluster-advertise", cfg.cluster_advertise,
-                 "host:port peers reach this node at (default: --host, or the machine's name "
-                 "when --host is 0.0.0.0, with --cluster-port)")
+                 "host:port peers reach this node at (default: --cluster-host, or the machine's "
+                 "name when it is 0.0.0.0, with --cluster-port)")
       ->check(endpoint_check());
   double cluster_heartbeat = cfg.cluster_heartbeat.count() / 1000.0;
   double cluster_timeout = cfg.cluster_timeout.count() / 1000.0;
@@ -278,6 +279,23 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->check(CLI::Range(0.01, 10.0));
   app.add_option("--state-file", cfg.state_file,
                  "Persist the worker registry here (msgpack) and restore it at start-up");
+  app.add_option("--cluster-host", cfg.cluster_host,
+                 "Address the cluster port listens on (default: --host)");
+  app.add_option("--cluster-tls-cert", cfg.cluster_tls_cert,
+                 "This node's certificate (PEM); with --cluster-tls-key and --cluster-tls-ca, "
+                 "cluster links are mutually authenticated TLS");
+  app.add_option("--cluster-tls-key", cfg.cluster_tls_key, "Private key of --cluster-tls-cert");
+  app.add_option("--cluster-tls-ca", cfg.cluster_tls_ca,
+                 "The cluster's CA (PEM): only peers whose certificate chains to it are members");
+  app.add_option("--cluster-tls-key-passphrase", cfg.cluster_tls_key_passphrase,
+                 "Passphrase of an encrypted --cluster-tls-key (prefer the environment variable)")
+      ->envname("TROUPE_CLUSTER_TLS_KEY_PASSPHRASE");
+  app.add_flag("--cluster-insecure", cfg.cluster_insecure,
+               "Allow a cluster port without TLS on an address beyond loopback (links are then "
+               "unauthenticated and api keys are not replicated)");
+  app.add_option("--cluster-max-message-bytes", cfg.cluster_max_message_bytes,
+                 "Largest cluster message decoded (larger ones are dropped and counted)")
+      ->check(CLI::Range(std::size_t{64} * 1024, std::size_t{1} << 30));
 
   try {
     app.parse(argc, argv);
@@ -306,6 +324,11 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   }
   if (!cfg.cluster_peers.empty() && cfg.cluster_port == 0) {
     std::cerr << "troupe: --cluster-peers needs --cluster-port\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (auto problem = cluster::check_settings(cfg)) {
+    std::cerr << "troupe: " << *problem << "\n";
     exit_code = 2;
     return std::nullopt;
   }

@@ -13,7 +13,9 @@
 #include <boost/asio/signal_set.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <spdlog/spdlog.h>
 #include <thread>
 
@@ -38,7 +40,16 @@ int main(int argc, char** argv) {
   cluster::configure(sys_cfg, *cfg);
   int rc = 0;
   {
-    caf::actor_system sys{sys_cfg};
+    // The flags were checked, but CAF's modules may still refuse their settings: by throwing
+    // from the constructor, with threads of the half-built system left running. Exit at once.
+    std::unique_ptr<caf::actor_system> system;
+    try {
+      system = std::make_unique<caf::actor_system>(sys_cfg);
+    } catch (const std::exception& e) {
+      spdlog::critical("cannot start the actor system: {}", e.what());
+      std::_Exit(2);
+    }
+    auto& sys = *system;
     gateway::gateway node{sys, ioc, *cfg};
     std::unique_ptr<cluster::runtime> cl;
     try {

@@ -196,6 +196,7 @@ void cluster_members(http_context& ctx) {
   }
   json body{{"self", node},
             {"clustered", status->enabled},
+            {"transport", status->enabled ? json(status->transport) : json()},
             {"registry_version", fleet->version},
             {"shared_version", fleet->shared_version},
             {"registry_digest", hex(fleet->digest)},
@@ -214,6 +215,7 @@ void workers_view(http_context& ctx) {
   // Peers' shares as they last reported them (only members up count: a node declared down
   // no longer contributes).
   std::map<std::string, long long> node_totals;
+  json lacking_key = json::array(); // workers whose api key did not reach this node
   for (auto& w : fleet->workers) {
     auto j = to_json(*w);
     auto local = w->live->local_load();
@@ -232,6 +234,10 @@ void workers_view(http_context& ctx) {
     local_total += local;
     total_load += sum;
     j["origin"] = w->origin;
+    j["api_key_missing"] = w->key_missing;
+    if (w->key_missing) {
+      lacking_key.push_back(w->id);
+    }
     j["load_by_node"] = std::move(by_node);
     j["load_total"] = sum;
     workers.push_back(std::move(j));
@@ -253,6 +259,7 @@ void workers_view(http_context& ctx) {
             {"total", fleet->workers.size()},
             {"load", total_load},
             {"nodes", std::move(nodes)},
+            {"workers_lacking_key", std::move(lacking_key)},
             {"workers", std::move(workers)}};
   ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }

@@ -192,3 +192,91 @@ TEST_CASE_METHOD(fixture, "a removed worker registered again keeps its id and co
   CHECK(urls(*a.view) == std::vector<std::string>{"http://h:1"});
   CHECK(add(a, "http://h:1") == "error"); // registered twice: a conflict, as before
 }
+
+namespace {
+
+protocol::worker_spec provider(std::string url, std::string key) {
+  return {std::move(url), protocol::worker_type::regular, {}, {}, protocol::provider_kind::openai,
+          std::move(key)};
+}
+
+std::string add_spec(fixture& f, const fixture::node& n, protocol::worker_spec spec) {
+  auto id = f.ask<std::string>(n.registry, add_atom_v, std::move(spec));
+  return id ? *id : "error";
+}
+
+const worker_entry* entry(const fleet_view& v, std::string_view url) {
+  static fleet_ptr keep;
+  keep = v.get();
+  for (auto& w : keep->workers) {
+    if (w->spec.url == url) {
+      return w.get();
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a record sent without its api key takes the key this node holds") {
+  auto b = registry("node-b");
+  auto id = add_spec(*this, b, provider("http://p.example:8000", "sk-b"));
+  REQUIRE(id != "error");
+  auto mine = records(b).at(0);
+  // node-a writes a newer version (a model card) over a link that carries no keys.
+  auto theirs = mine;
+  theirs.version += 10;
+  theirs.origin = "node-a";
+  theirs.models = {"gpt-x"};
+  theirs.spec.api_key.clear();
+  theirs.key_withheld = true;
+  merge(b, {theirs});
+  auto* w = entry(*b.view, "http://p.example:8000");
+  REQUIRE(w);
+  CHECK(w->spec.api_key == "sk-b");
+  CHECK_FALSE(w->key_missing);
+  CHECK(w->models == std::vector<std::string>{"gpt-x"});
+  CHECK(records(b).at(0).spec.api_key == "sk-b");
+  CHECK(records(b).at(0).version == theirs.version);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "a worker whose key did not arrive lacks it until this node is given it") {
+  auto b = registry("node-b");
+  auto r = record(worker_id_for("http://q.example:8000"), "http://q.example:8000", 100, "node-a");
+  r.spec.provider = protocol::provider_kind::openai;
+  r.key_withheld = true;
+  merge(b, {r});
+  auto* w = entry(*b.view, "http://q.example:8000");
+  REQUIRE(w);
+  CHECK(w->key_missing);
+  CHECK(w->spec.api_key.empty());
+  auto changes = b.seen->changes.size();
+
+  SECTION("registering it again with the key supplies the key here only") {
+    CHECK(add_spec(*this, b, provider("http://q.example:8000", "sk-q")) == r.id);
+    w = entry(*b.view, "http://q.example:8000");
+    REQUIRE(w);
+    CHECK(w->spec.api_key == "sk-q");
+    CHECK_FALSE(w->key_missing);
+    CHECK(b.seen->changes.size() == changes); // not a new write: nothing to replicate
+    CHECK(records(b).at(0).version == 100);
+  }
+  SECTION("registering it again without a key is still a conflict") {
+    CHECK(add_spec(*this, b, provider("http://q.example:8000", "")) == "error");
+    CHECK(entry(*b.view, "http://q.example:8000")->key_missing);
+  }
+  SECTION("a key given by flag before the record arrived is used") {
+    auto c = registry("node-c");
+    CHECK(add_spec(*this, c, provider("http://q.example:8000", "sk-c")) != "error");
+    auto newer = r;
+    newer.version = records(c).at(0).version + 1;
+    merge(c, {newer});
+    REQUIRE(c.view->get()->workers.size() == 1);
+    w = entry(*c.view, "http://q.example:8000");
+    REQUIRE(w);
+    CHECK(w->version == newer.version);
+    CHECK(w->spec.api_key == "sk-c");
+    CHECK_FALSE(w->key_missing);
+  }
+}

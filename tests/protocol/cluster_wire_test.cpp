@@ -277,6 +277,93 @@ TEST_CASE("messages this node cannot read are refused with a reason") {
   }
 }
 
+TEST_CASE("a record whose key was left out says so; syncs carry their number") {
+  std::string why;
+  auto r = sample_record();
+  r.spec.api_key.clear();
+  r.key_withheld = true;
+  auto back = decode_message(encode(envelope(registry_sync{true, {r, sample_record()}, 99})), why);
+  REQUIRE(back);
+  auto& s = std::get<registry_sync>(back->body);
+  CHECK(s.sync_id == 99);
+  REQUIRE(s.records.size() == 2);
+  CHECK(s.records[0].key_withheld);
+  CHECK(s.records[0].spec.api_key.empty());
+  CHECK_FALSE(s.records[1].key_withheld);
+  // Written only when set: a record with its key, or a delta, reads as older versions wrote it.
+  auto plain = encode(envelope(registry_sync{false, {sample_record()}}));
+  CHECK(plain.find("nokey") == std::string::npos);
+  CHECK(plain.find("sid") == std::string::npos);
+}
+
+TEST_CASE("what a message claims is bounded by its size") {
+  std::string why;
+  SECTION("an array claiming four billion records, in a few bytes") {
+    msgpack::sbuffer buf;
+    packer pk{&buf};
+    pk.pack_map(3);
+    str(pk, "from");
+    str(pk, "x");
+    str(pk, "kind");
+    str(pk, "sync");
+    str(pk, "body");
+    pk.pack_map(1);
+    str(pk, "records");
+    pk.pack_array(0xffffffffu); // and nothing after it
+    CHECK(buf.size() < 64);
+    CHECK_FALSE(decode_message(bytes(buf), why));
+    CHECK(why.find("array size overflow") != std::string::npos); // refused before reserving
+  }
+  SECTION("nesting deeper than any real message") {
+    msgpack::sbuffer buf;
+    packer pk{&buf};
+    pk.pack_map(3);
+    str(pk, "from");
+    str(pk, "x");
+    str(pk, "kind");
+    str(pk, "bye");
+    str(pk, "body");
+    for (int i = 0; i < 40; ++i) {
+      pk.pack_array(1);
+    }
+    pk.pack_nil();
+    CHECK_FALSE(decode_message(bytes(buf), why));
+    CHECK(why.find("depth size overflow") != std::string::npos);
+  }
+}
+
+TEST_CASE("records are split into messages within a size, in order") {
+  std::vector<worker_record> rs;
+  for (int i = 0; i < 100; ++i) {
+    auto r = sample_record();
+    r.id = "w-" + std::to_string(i);
+    rs.push_back(r);
+  }
+  auto big = sample_record();
+  big.id = "w-big";
+  big.models.assign(200, std::string(100, 'm'));
+  rs.insert(rs.begin() + 50, big);
+  std::vector<std::string> too_large;
+  auto groups = split_records(rs, 4096, too_large);
+  CHECK(too_large == std::vector<std::string>{"w-big"});
+  CHECK(groups.size() > 1);
+  std::vector<std::string> ids;
+  for (auto& g : groups) {
+    auto m = envelope(registry_sync{true, g, 1});
+    m.from = std::string(64, 'n'); // a long node name
+    CHECK(encode(m).size() <= 4096);
+    for (auto& r : g) {
+      ids.push_back(r.id);
+    }
+  }
+  REQUIRE(ids.size() == 100);
+  CHECK(ids.front() == "w-0");
+  CHECK(ids.back() == "w-99");
+  SECTION("nothing to send is one empty group (a whole, empty registry)") {
+    CHECK(split_records({}, 4096, too_large).size() == 1);
+  }
+}
+
 TEST_CASE("the state file keeps records and tombstones") {
   registry_file f;
   f.node = "node-a:30000";

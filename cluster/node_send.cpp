@@ -1,0 +1,208 @@
+// What the cluster node sends to its peers: envelopes, hellos, registry records (without api
+// keys unless links are TLS, split to fit the message limit) and load reports.
+
+#include "cluster/node_state.hpp"
+
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+namespace troupe::cluster {
+
+namespace {
+
+using protocol::cluster_message;
+
+void send_bytes(node_self self, const peer_actor& to, std::string bytes) {
+  auto& st = self->state;
+  ++st.messages_out;
+  st.bytes_out += bytes.size();
+  // As the endpoint: peers answer it, and never learn of the node actor.
+  caf::send_as(st.endpoint, to, gossip_atom_v, std::move(bytes));
+}
+
+/// `records` as they may leave this node: a link without TLS carries no api key (the record
+/// says that one was left out, so the receiver can use its own).
+actors::record_batch outgoing(node_self self, actors::record_batch records) {
+  auto& st = self->state;
+  if (st.cfg.tls) {
+    return records;
+  }
+  for (auto& r : records) {
+    if (!r.spec.api_key.empty()) {
+      r.spec.api_key.clear();
+      r.key_withheld = true;
+      ++st.keys_withheld;
+    }
+  }
+  return records;
+}
+
+/// Sync messages holding `records`, each within the message limit.
+std::vector<cluster_message> sync_messages(node_self self, actors::record_batch records, bool full,
+                                           std::uint64_t sync_id) {
+  auto& st = self->state;
+  std::vector<std::string> too_large;
+  auto groups = protocol::split_records(outgoing(self, std::move(records)),
+                                        st.cfg.max_message_bytes, too_large);
+  for (auto& id : too_large) {
+    ++st.records_too_large;
+    spdlog::error("cluster: the record of worker {} is larger than --cluster-max-message-bytes "
+                  "({} bytes): not replicated",
+                  id, st.cfg.max_message_bytes);
+  }
+  std::vector<cluster_message> out;
+  for (auto& g : groups) {
+    if (g.empty() && !full) {
+      continue;
+    }
+    auto m = envelope(self);
+    m.body = protocol::registry_sync{full, std::move(g), sync_id};
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void send_hello(node_self self, const peer_actor& to) {
+  auto& st = self->state;
+  protocol::cluster_hello h;
+  h.api_address = st.cfg.api_address;
+  h.cluster_address = st.cfg.cluster_address;
+  for (auto& [name, m] : st.members.members()) {
+    if (!m.cluster_address.empty() && m.state != member_state::down && st.links.count(name)) {
+      h.peers.push_back(m.cluster_address);
+    }
+  }
+  auto m = envelope(self);
+  m.body = std::move(h);
+  send_bytes(self, to, protocol::encode(m));
+}
+
+/// Sends the whole registry to member `name` (on its current link).
+void full_sync(node_self self, const std::string& name) {
+  auto& st = self->state;
+  auto link = st.links.find(name);
+  if (link == st.links.end()) {
+    return;
+  }
+  st.syncs.sent(name, steady_now(self));
+  auto to = link->second;
+  auto id = ++st.sync_seq;
+  self->request(st.deps.registry, caf::infinite, records_atom_v)
+      .then(
+          [self, to, id](actors::record_batch& records) {
+            if (self->state.stopping) {
+              return;
+            }
+            ++self->state.full_syncs_sent;
+            for (auto& m : sync_messages(self, std::move(records), true, id)) {
+              send_bytes(self, to, protocol::encode(m));
+            }
+          },
+          [](caf::error&) {
+            // The registry is gone: the node is shutting down.
+          });
+}
+
+} // namespace
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+cluster_message envelope(node_self self) {
+  cluster_message m;
+  m.from = self->state.cfg.name;
+  m.incarnation = self->state.incarnation;
+  m.sent_ms = wall_ms();
+  return m;
+}
+
+void broadcast(node_self self, const cluster_message& m) {
+  auto& st = self->state;
+  if (st.links.empty()) {
+    return;
+  }
+  // Encoded once for every peer.
+  auto bytes = protocol::encode(m);
+  for (auto& [name, link] : st.links) {
+    send_bytes(self, link, bytes);
+  }
+}
+
+void broadcast_records(node_self self, actors::record_batch records) {
+  if (self->state.links.empty()) {
+    return;
+  }
+  for (auto& m : sync_messages(self, std::move(records), false, 0)) {
+    broadcast(self, m);
+  }
+}
+
+void greet(node_self self, const std::string& name, const peer_actor& to) {
+  auto& st = self->state;
+  if (st.greeted.insert(to.address()).second) {
+    send_hello(self, to);
+  }
+  if (!name.empty()) {
+    request_full_sync(self, name);
+  }
+}
+
+void request_full_sync(node_self self, const std::string& name) {
+  auto& st = self->state;
+  if (st.syncs.may_send(name, steady_now(self))) {
+    st.full_sync_due.erase(name);
+    full_sync(self, name);
+  } else {
+    st.full_sync_due.insert(name); // sent by a later tick
+  }
+}
+
+void send_due_full_syncs(node_self self) {
+  auto& st = self->state;
+  auto now = steady_now(self);
+  for (auto it = st.full_sync_due.begin(); it != st.full_sync_due.end();) {
+    if (!st.links.count(*it)) {
+      it = st.full_sync_due.erase(it);
+    } else if (st.syncs.may_send(*it, now)) {
+      auto name = *it;
+      it = st.full_sync_due.erase(it);
+      full_sync(self, name);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void report_load(node_self self) {
+  auto& st = self->state;
+  if (!st.fleet) {
+    return;
+  }
+  std::map<std::string, int> loads;
+  for (auto& w : st.fleet->workers) {
+    if (auto n = w->live->local_load(); n > 0) {
+      loads[w->id] = n;
+    }
+  }
+  auto now = steady_now(self);
+  if (loads == st.last_sent_loads && now - st.last_report < st.cfg.keepalive) {
+    return;
+  }
+  protocol::load_report r;
+  r.seq = ++st.seq;
+  r.loads.assign(loads.begin(), loads.end());
+  r.registry_digest = st.fleet->digest;
+  r.registry_version = st.fleet->version;
+  r.shared_version = st.fleet->shared_version;
+  r.workers = static_cast<std::uint32_t>(st.fleet->workers.size());
+  auto m = envelope(self);
+  m.body = std::move(r);
+  broadcast(self, m);
+  st.last_sent_loads = std::move(loads);
+  st.last_report = now;
+}
+
+} // namespace troupe::cluster

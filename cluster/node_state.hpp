@@ -1,0 +1,140 @@
+#pragma once
+
+// The cluster node's state and the functions its behaviour (node.cpp) is made of, one concern
+// per file: node_send.cpp (what goes to peers), node_receive.cpp (what comes from them, and who
+// counts as a member), node_dial.cpp (linking), node_status.cpp (what the node shows).
+// Internal to cluster/.
+
+#include "cluster/dial_table.hpp"
+#include "cluster/frame_guard.hpp"
+#include "cluster/membership.hpp"
+#include "cluster/node.hpp"
+#include "cluster/peer_endpoint.hpp"
+#include "cluster/sync_limits.hpp"
+
+#include <caf/typed_event_based_actor.hpp>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <set>
+#include <string>
+
+namespace troupe::cluster {
+
+struct node_state {
+  static inline const char* name = "cluster_node";
+
+  node_config cfg;
+  node_deps deps;
+  peer_actor endpoint;                  ///< What peers see as this node (set once at start).
+  std::shared_ptr<endpoint_switch> off; ///< Closes the endpoint when the node stops.
+  std::uint64_t incarnation = 0;
+  member_table members{member_table::timing{}};
+  std::map<std::string, peer_actor> links;           ///< Verified members, by name.
+  std::map<caf::actor_addr, std::string> dialed;     ///< Actors reached by a dial: address.
+  std::map<std::string, caf::actor_addr> dial_links; ///< The reverse: address to actor.
+  /// Addresses this node leaves to the peer there to dial (one connection per pair: see
+  /// node_dial.cpp), and since when it has waited.
+  std::map<std::string, caf::actor_clock::time_point> awaiting;
+  std::set<caf::actor_addr> greeted;                 ///< Links this node sent hello + state.
+  std::set<std::string> full_sync_due;               ///< Members waiting for a whole registry.
+  std::map<std::string, unsigned> digest_mismatches; ///< Consecutive, per member.
+  dial_table dials{dial_table::settings{}};
+  sync_limits syncs{std::chrono::milliseconds{1000}};
+  std::set<std::string> peer_interface; ///< What a peer's cluster port must publish.
+  actors::fleet_ptr fleet;
+  std::uint64_t seq = 0;
+  std::uint64_t sync_seq = 0; ///< Numbers this node's whole-registry syncs.
+  std::map<std::string, int> last_sent_loads;
+  caf::actor_clock::time_point last_report{};
+  bool persist_pending = false;
+  std::uint64_t persisted_digest = 0;
+  bool persisted_once = false;
+  bool stopping = false;
+  frames_refused frames_seen; ///< The frame guard's counts already taken into `refusals`.
+
+  // -- counters (inspect) --
+  std::uint64_t messages_in = 0;
+  std::uint64_t messages_out = 0;
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_out = 0;
+  std::string last_decode_error;
+  std::uint64_t full_syncs_sent = 0;
+  std::uint64_t full_syncs_received = 0;
+  std::uint64_t records_received = 0;
+  std::uint64_t keys_withheld = 0; ///< Api keys left out of what went to peers (plain links).
+  std::uint64_t records_too_large = 0;
+  std::uint64_t saves = 0;
+  std::string last_save_error;
+};
+
+using node_self = node_actor::stateful_pointer<node_state>;
+
+/// The actor clock's now (the test coordinator's in tests).
+inline caf::actor_clock::time_point steady_now(node_self self) {
+  return self->clock().now();
+}
+
+/// The wall clock in ms since the epoch.
+std::int64_t wall_ms();
+
+// -- node_send.cpp --
+
+/// Sends the registry's records to every linked member (a write of this node).
+void broadcast_records(node_self self, actors::record_batch records);
+
+/// Broadcasts one message to every linked member.
+void broadcast(node_self self, const protocol::cluster_message& m);
+
+/// An envelope from this node.
+protocol::cluster_message envelope(node_self self);
+
+/// Greets a new link once: hello, then the whole registry (when the limits allow; later
+/// otherwise).
+void greet(node_self self, const std::string& name, const peer_actor& to);
+
+/// Sends the whole registry to member `name` now, or as soon as the limits allow.
+void request_full_sync(node_self self, const std::string& name);
+
+/// Sends the whole registries that were due and are allowed now.
+void send_due_full_syncs(node_self self);
+
+/// This node's load report to every member (when it changed, or at the keepalive).
+void report_load(node_self self);
+
+// -- node_receive.cpp --
+
+/// What `sender` sent (the endpoint let it through).
+void on_gossip(node_self self, const peer_actor& sender, std::string& bytes);
+
+/// Member `name` is gone (link lost, left, silent).
+void member_down(node_self self, const std::string& name, std::string reason);
+
+// -- node_dial.cpp --
+
+/// Dials every address that is due.
+void dial_all(node_self self);
+
+/// The link a dial made to `peer` is gone (the peer's node stopped, or the connection closed).
+void dial_lost(node_self self, const caf::actor_addr& peer);
+
+/// True when the member at `address` is linked (it dialed us, or we it).
+bool linked(const node_state& st, const std::string& address);
+
+/// The link to the node at `address` is gone: wait for it (or dial it) afresh.
+void address_lost(node_self self, const std::string& address);
+
+// -- node_status.cpp --
+
+/// Publishes the cluster view (admin, metrics).
+void publish_status(node_self self);
+
+/// Writes the peers' summed load into each worker's live state.
+void apply_remote_loads(node_self self);
+
+/// Takes the frame guard's new refusals into the counts (and logs them).
+void take_frame_refusals(node_self self);
+
+/// The node's state for `/admin/actors`.
+nlohmann::json inspect_state(node_self self);
+
+} // namespace troupe::cluster
