@@ -22,6 +22,8 @@ struct replicated {
 struct fixture : test::actor_system_fixture {
   boost::asio::io_context ioc;
 
+  ~fixture() { shutdown(); } // before the members the actors use go
+
   struct node {
     registry_actor registry;
     std::shared_ptr<fleet_view> view;
