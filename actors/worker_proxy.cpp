@@ -282,6 +282,9 @@ nlohmann::json inspect_state(self_ptr self) {
       {"worker_type", to_string(st.spec.spec.type)},
       {"health", to_string(st.live->health.load())},
       {"circuit_breaker", to_string(st.live->breaker.load())},
+      {"checks_passed", st.checks_passed}, // consecutive health checks
+      {"checks_failed", st.checks_failed},
+      {"cb_failures", st.cb_failures}, // consecutive failed requests
       {"in_flight", st.live->local_load()},
       {"requests_total", st.live->requests.load()},
       {"failures_total", st.live->failures.load()},

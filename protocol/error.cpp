@@ -9,8 +9,8 @@ namespace {
 
 using ec = error_code;
 
-// One row per enum value, in enum order (checked by tests/protocol/error_test.cpp).
-constexpr std::array<error_info, 19> error_table{{
+// One row per enum value, in enum order (checked below and by tests/protocol/error_test.cpp).
+constexpr auto error_table = std::to_array<error_info>({
     {ec::bad_request, "bad_request", 400, "invalid_request_error", "invalid_request_error"},
     {ec::invalid_json, "invalid_json", 400, "invalid_request_error", "invalid_request_error"},
     {ec::unauthorized, "unauthorized", 401, "authentication_error", "authentication_error"},
@@ -32,7 +32,18 @@ constexpr std::array<error_info, 19> error_table{{
     {ec::no_worker_available, "no_worker_available", 503, "server_error", "overloaded_error"},
     {ec::service_unavailable, "service_unavailable", 503, "server_error", "overloaded_error"},
     {ec::gateway_timeout, "gateway_timeout", 504, "server_error", "timeout_error"},
-}};
+});
+
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < error_table.size(); ++i) {
+    if (static_cast<std::size_t>(error_table[i].code) != i) {
+      return false;
+    }
+  }
+  return true;
+}
+
+static_assert(in_enum_order(), "one row per error code, in enum order");
 
 nlohmann::json openai_body(const api_error& err) {
   const auto& i = info(err.code);
@@ -52,6 +63,10 @@ nlohmann::json anthropic_body(const api_error& err) {
 
 const error_info& info(error_code code) noexcept {
   return error_table[static_cast<std::size_t>(code)];
+}
+
+std::span<const error_info> error_codes() noexcept {
+  return error_table;
 }
 
 std::string_view to_string(error_code code) noexcept {

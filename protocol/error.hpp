@@ -1,5 +1,6 @@
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,9 @@ struct error_info {
 
 /// The facts about `code`.
 const error_info& info(error_code code) noexcept;
+
+/// Every code's facts, in enum order.
+std::span<const error_info> error_codes() noexcept;
 
 /// Stable snake_case name of `code`.
 std::string_view to_string(error_code code) noexcept;

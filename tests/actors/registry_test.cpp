@@ -27,6 +27,8 @@ struct io_base {
 /// spawned but reach no worker, which is all these tests need (registrations, not traffic).
 struct fixture : io_base, test::actor_system_fixture {
 
+  ~fixture() { shutdown(); } // before the members the actors use go
+
   struct node {
     registry_actor registry;
     std::shared_ptr<fleet_view> view;

@@ -25,8 +25,8 @@
 namespace troupe::test {
 
 /// Derive a test fixture from it, or hold one. Actors handed to `keep` are stopped when the
-/// fixture ends; before the system goes, whatever is left runs and pending timeouts are
-/// dropped.
+/// fixture ends (`shutdown`); before the system goes, whatever is left runs and pending
+/// timeouts are dropped.
 class actor_system_fixture {
 public:
   actor_system_fixture()
@@ -35,7 +35,16 @@ public:
     sched.clock().current_time += std::chrono::hours(1);
   }
 
-  ~actor_system_fixture() {
+  ~actor_system_fixture() { shutdown(); }
+
+  /// Stops the kept actors, runs what is left and drops pending timeouts; once. A derived
+  /// fixture whose own members the actors use (an io_context their proxies hold) calls it in
+  /// its destructor, before those members go.
+  void shutdown() {
+    if (down_) {
+      return;
+    }
+    down_ = true;
     for (auto& f : teardown_) {
       f();
     }
@@ -112,6 +121,7 @@ private:
 
   std::vector<std::function<void()>> teardown_;
   std::vector<caf::actor> kept_;
+  bool down_ = false;
 };
 
 } // namespace troupe::test

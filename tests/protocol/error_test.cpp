@@ -2,15 +2,38 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
 using namespace troupe::protocol;
 
 TEST_CASE("the error table has one row per code, in enum order") {
-  for (int i = 0; i <= static_cast<int>(error_code::gateway_timeout); ++i) {
+  // The table is the bound (error.cpp also checks the order when it compiles).
+  auto rows = error_codes();
+  REQUIRE_FALSE(rows.empty());
+  std::set<std::string_view> names;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
     auto code = static_cast<error_code>(i);
-    CHECK(info(code).code == code);
+    CHECK(rows[i].code == code);
+    CHECK(&info(code) == &rows[i]);
     CHECK_FALSE(to_string(code).empty());
+    CHECK(names.insert(to_string(code)).second);
+    CHECK_FALSE(rows[i].openai_type.empty());
+    CHECK_FALSE(rows[i].anthropic_type.empty());
   }
+}
+
+TEST_CASE("client errors come first, then server errors") {
+  bool server = false;
+  for (auto& row : error_codes()) {
+    INFO(row.name);
+    CHECK(row.http_status >= 400);
+    CHECK(row.http_status < 600);
+    if (row.http_status >= 500) {
+      server = true;
+    }
+    CHECK((row.http_status >= 500) == server);
+  }
+  CHECK(server);
 }
 
 TEST_CASE("client errors map to 4xx, server errors to 5xx") {

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
+#include <map>
+#include <mutex>
 
 using namespace troupe;
 using namespace troupe::transport;
@@ -19,6 +21,13 @@ struct fake_worker {
       : server(io.ioc, server_options{"127.0.0.1", 0, 1 << 20, std::chrono::seconds{1}, 16},
                [this](request&& req, inbound_status, std::shared_ptr<reply_channel> reply) {
                  ++requests;
+                 {
+                   std::lock_guard guard{mx};
+                   auto& seen = heads.emplace_back();
+                   for (auto& f : req) {
+                     seen.emplace(std::string(f.name_string()), std::string(f.value()));
+                   }
+                 }
                  if (req.target() == "/slow") {
                    held.push_back(reply);
                    return;
@@ -40,9 +49,17 @@ struct fake_worker {
                }) {
     REQUIRE_FALSE(server.start());
   }
+  /// The header fields of every request received, by lower-case name.
+  std::vector<std::multimap<std::string, std::string>> received_heads() {
+    std::lock_guard guard{mx};
+    return heads;
+  }
+
   http_server server;
   std::atomic<int> requests{0};
   std::vector<std::shared_ptr<reply_channel>> held;
+  std::mutex mx;
+  std::vector<std::multimap<std::string, std::string>> heads;
 };
 
 struct outcome {
@@ -52,11 +69,12 @@ struct outcome {
 
 outcome run(std::shared_ptr<upstream_pool> pool, std::string target,
             std::chrono::milliseconds deadline = std::chrono::seconds(5),
-            std::function<void(upstream_exchange&)> after_start = {}) {
+            std::function<void(upstream_exchange&)> after_start = {},
+            header_list headers = {{"x-request-id", "rid-1"}}) {
   upstream_call call;
   call.method = http::verb::get;
   call.target = std::move(target);
-  call.headers = {{"x-request-id", "rid-1"}};
+  call.headers = std::move(headers);
   call.deadline = std::chrono::steady_clock::now() + deadline;
   auto sink = std::make_shared<collect_sink>(1 << 20);
   std::promise<exchange_result> p;
@@ -156,7 +174,28 @@ TEST_CASE("request headers given by the caller reach the worker") {
   io_thread io;
   fake_worker w{io};
   auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
-  auto r = run(pool, "/h");
-  CHECK(r.result.status == exchange_status::ok);
+  auto r = run(pool, "/h", std::chrono::seconds(5), {},
+               {{"x-request-id", "rid-7"},
+                {"Authorization", "Bearer k"},
+                {"x-routing-key", "a"},
+                {"x-routing-key", "b"},
+                {"Host", "elsewhere"}});
+  REQUIRE(r.result.status == exchange_status::ok);
+  auto heads = w.received_heads();
+  REQUIRE(heads.size() == 1);
+  auto values = [&](const std::string& name) {
+    std::vector<std::string> out;
+    auto [from, to] = heads[0].equal_range(name);
+    for (auto it = from; it != to; ++it) {
+      out.push_back(it->second);
+    }
+    return out;
+  };
+  CHECK(values("x-request-id") == std::vector<std::string>{"rid-7"});
+  CHECK(values("Authorization") == std::vector<std::string>{"Bearer k"});
+  CHECK(values("x-routing-key") == std::vector<std::string>{"a", "b"}); // both, in order
+  // The Host is the exchange's own, whatever the caller gave.
+  CHECK(values("Host") == std::vector<std::string>{"127.0.0.1:" + std::to_string(w.server.port())});
+  // The worker saw it: it echoes the id in its answer.
   CHECK(r.sink->body() == R"({"target":"/h"})");
 }

@@ -1,0 +1,275 @@
+#include "actors/worker_proxy.hpp"
+#include "tests/fakes/actor_system.hpp"
+#include "transport/collect_sink.hpp"
+#include "transport/http_server.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+
+using namespace troupe;
+using namespace troupe::actors;
+using namespace std::chrono_literals;
+using transport::exchange_result;
+using transport::exchange_status;
+using json = nlohmann::json;
+namespace http = transport::http;
+
+namespace {
+
+/// A worker on a loopback port, answering each path with the status and body the test set.
+/// Its io_context is the proxy's, run by the test between actor steps: no thread.
+struct stub_worker {
+  explicit stub_worker(boost::asio::io_context& ioc) : server(ioc, options(), handler()) {
+    REQUIRE_FALSE(server.start());
+  }
+
+  static transport::server_options options() {
+    transport::server_options o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.use_strands = false;
+    return o;
+  }
+
+  transport::request_handler handler() {
+    return [this](transport::request&& req, transport::inbound_status,
+                  std::shared_ptr<transport::reply_channel> reply) {
+      auto path = std::string(req.target());
+      ++served[path];
+      auto it = answers.find(path);
+      auto [status, body] = it != answers.end() ? it->second : std::pair{404u, std::string{}};
+      transport::response res{static_cast<http::status>(status), 11};
+      res.set(http::field::content_type, "application/json");
+      res.body() = body;
+      reply->respond(std::move(res));
+    };
+  }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server.port()); }
+
+  std::map<std::string, std::pair<unsigned, std::string>> answers{
+      {"/v1/models", {200, R"({"object":"list","data":[{"id":"m"}]})"}},
+      {"/health", {200, "{}"}},
+      {"/generate", {200, R"({"text":"ok"})"}},
+  };
+  std::map<std::string, int> served;
+  transport::http_server server;
+};
+
+/// One worker proxy on a deterministic actor system, its worker a stub on loopback.
+struct fixture : test::actor_system_fixture {
+  boost::asio::io_context ioc;
+  stub_worker stub{ioc};
+  worker_proxy_config cfg;
+  std::shared_ptr<worker_live> live = std::make_shared<worker_live>();
+  std::shared_ptr<std::vector<std::vector<std::string>>> discovered =
+      std::make_shared<std::vector<std::vector<std::string>>>();
+  worker_proxy_actor proxy;
+
+  fixture() {
+    cfg.health_interval = 10s;
+    cfg.health_failure_threshold = 2;
+    cfg.health_success_threshold = 2;
+    cfg.cb_failure_threshold = 2;
+    cfg.cb_success_threshold = 1;
+    cfg.cb_timeout = 30s;
+    cfg.use_strands = false;
+  }
+
+  ~fixture() {
+    shutdown();
+    stub.server.stop();
+    ioc.restart();
+    ioc.poll(); // what the stopped proxy's exchanges and the server left
+  }
+
+  /// Spawns the proxy of `spec` (the stub's URL when unset).
+  void start(protocol::worker_spec spec = {}) {
+    if (spec.url.empty()) {
+      spec.url = stub.url();
+    }
+    std::string why;
+    auto checked = protocol::check(spec, why);
+    REQUIRE(checked);
+    auto seen = discovered;
+    auto listener = sys.spawn([seen](worker_listener::pointer) -> worker_listener::behavior_type {
+      return {[seen](models_atom, const std::string&, std::vector<std::string>& models) {
+        seen->push_back(std::move(models));
+      }};
+    });
+    keep(listener);
+    proxy = keep(make_worker_proxy(sys, ioc, "w-1", std::move(*checked), live, listener, cfg));
+    settle([] { return false; }, 0);
+  }
+
+  /// Runs the actors and the sockets in turn until `done` holds (or `rounds` io events passed
+  /// without it): every step is an event of one or the other, none is waited for by time.
+  template <class Pred> bool settle(Pred done, int rounds = 200) {
+    for (int i = 0;; ++i) {
+      run();
+      if (done() || i >= rounds) {
+        return done();
+      }
+      if (ioc.stopped()) {
+        ioc.restart();
+      }
+      ioc.run_one_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  /// The proxy's state, as the admin endpoint shows it.
+  json state() {
+    auto s = ask<std::string>(proxy, inspect_atom_v);
+    REQUIRE(s);
+    return json::parse(*s);
+  }
+
+  /// Moves the clock to the next health check and waits until the proxy counted it: its streak
+  /// `field` (`checks_passed`, `checks_failed`) reads `value`.
+  void next_check(const char* field, int value) {
+    advance(cfg.health_interval);
+    REQUIRE(settle([&] { return state()[field] == value; }));
+  }
+
+  /// Sends one request through the proxy and waits for its outcome.
+  exchange_result dispatch(std::string target = "/generate") {
+    dispatch_order order;
+    order.id = next_order_id();
+    order.call.method = http::verb::post;
+    order.call.target = std::move(target);
+    order.call.body = "{}";
+    order.call.deadline = std::chrono::steady_clock::now() + 10s;
+    order.sink = std::make_shared<transport::collect_sink>(1 << 16);
+    auto answer = ask_later<exchange_result>(proxy, dispatch_atom_v, std::move(order));
+    REQUIRE(settle([&] { return answer->has_value(); }));
+    REQUIRE(**answer);
+    return ***answer;
+  }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a new worker's models are discovered, then it is healthy on its first "
+                          "check") {
+  CHECK(live->health == health_state::unknown);
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  REQUIRE(discovered->size() == 1);
+  CHECK(discovered->front() == std::vector<std::string>{"m"});
+  CHECK(stub.served["/v1/models"] == 1);
+  CHECK(stub.served["/health"] == 1);
+  CHECK(state()["models"] == json{"m"});
+}
+
+TEST_CASE_METHOD(fixture, "a self-hosted worker without /v1/models is asked /get_model_info") {
+  stub.answers.erase("/v1/models");
+  stub.answers["/get_model_info"] = {200, R"({"model_path":"org/llama"})"};
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  CHECK(discovered->front() == std::vector<std::string>{"org/llama"});
+}
+
+TEST_CASE_METHOD(fixture, "a worker whose models cannot be discovered never becomes routable") {
+  stub.answers.erase("/v1/models");
+  start();
+  REQUIRE(settle([&] { return state()["checks_failed"] == 1; }));
+  CHECK(discovered->empty());
+  CHECK_FALSE(live->routable());
+  stub.answers["/v1/models"] = {200, R"({"data":[{"id":"m"}]})"};
+  advance(cfg.health_interval); // the next check discovers again
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  CHECK(discovered->size() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "health follows the thresholds: unhealthy after the failures, healthy "
+                          "again after the successes") {
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  stub.answers["/health"] = {503, "{}"};
+  next_check("checks_failed", 1);
+  CHECK(live->health == health_state::healthy); // one failure is below the threshold
+  next_check("checks_failed", 2);
+  CHECK(live->health == health_state::unhealthy);
+  CHECK_FALSE(live->routable());
+  stub.answers["/health"] = {200, "{}"};
+  next_check("checks_passed", 1);
+  CHECK(live->health == health_state::unhealthy); // one success is below its threshold
+  next_check("checks_passed", 2);
+  CHECK(live->health == health_state::healthy);
+  CHECK(live->routable());
+}
+
+TEST_CASE_METHOD(fixture, "the breaker opens after consecutive failures, half-opens after its "
+                          "timeout and closes on a success") {
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  stub.answers["/generate"] = {500, R"({"error":"boom"})"};
+  CHECK(dispatch().http_status == 500);
+  CHECK(live->breaker == breaker_state::closed);
+  CHECK(state()["cb_failures"] == 1);
+  CHECK(dispatch().http_status == 500);
+  CHECK(live->breaker == breaker_state::open);
+  CHECK_FALSE(live->routable());
+  CHECK(live->failures == 2);
+  CHECK(live->in_flight == 0);
+
+  advance(cfg.cb_timeout - 1ms);
+  CHECK(live->breaker == breaker_state::open);
+  advance(1ms);
+  CHECK(live->breaker == breaker_state::half_open);
+  CHECK(live->routable()); // requests may probe it again
+  stub.answers["/generate"] = {200, "{}"};
+  CHECK(dispatch().http_status == 200);
+  CHECK(live->breaker == breaker_state::closed);
+  CHECK(live->requests == 3);
+}
+
+TEST_CASE_METHOD(fixture, "a failure while half-open opens the breaker again") {
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  stub.answers["/generate"] = {502, "{}"};
+  dispatch();
+  dispatch();
+  REQUIRE(live->breaker == breaker_state::open);
+  advance(cfg.cb_timeout);
+  REQUIRE(live->breaker == breaker_state::half_open);
+  dispatch();
+  CHECK(live->breaker == breaker_state::open);
+}
+
+TEST_CASE_METHOD(fixture, "client errors and a disabled breaker never open it") {
+  cfg.cb_enabled = false;
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  stub.answers["/generate"] = {400, "{}"};
+  dispatch();
+  dispatch();
+  CHECK(live->failures == 0); // a 400 is the client's
+  stub.answers["/generate"] = {500, "{}"};
+  dispatch();
+  dispatch();
+  dispatch();
+  CHECK(live->failures == 3);
+  CHECK(live->breaker == breaker_state::closed);
+}
+
+TEST_CASE_METHOD(fixture, "a worker that cannot be reached fails its checks and its requests") {
+  std::uint16_t port;
+  {
+    boost::asio::ip::tcp::acceptor a{ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+    port = a.local_endpoint().port();
+  }
+  protocol::worker_spec spec;
+  spec.url = "http://127.0.0.1:" + std::to_string(port);
+  spec.model_id = "m"; // named: no discovery, the first check is the health endpoint
+  start(spec);
+  REQUIRE(settle([&] { return state()["checks_failed"] == 1; }));
+  CHECK(live->health == health_state::unknown);
+  CHECK(dispatch().status == exchange_status::connect_failed);
+  CHECK(dispatch().status == exchange_status::connect_failed);
+  CHECK(live->breaker == breaker_state::open);
+  CHECK(live->in_flight == 0);
+}
