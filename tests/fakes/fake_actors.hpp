@@ -70,6 +70,7 @@ inline actors::worker_proxy_actor spawn_fake_proxy(caf::actor_system& sys,
             [](health_atom) {},
             [](breaker_atom, std::uint64_t) {},
             [](drain_atom) {},
+            [self](stop_atom) { self->quit(); },
             [](inspect_atom) { return std::string{"{}"}; },
         };
       });
