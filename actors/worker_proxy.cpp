@@ -1,8 +1,8 @@
 #include "actors/worker_proxy.hpp"
 
+#include "actors/send_later.hpp"
 #include "transport/collect_sink.hpp"
 
-#include <boost/asio/steady_timer.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -43,12 +43,6 @@ struct worker_proxy_state {
     std::function<void(const exchange_result&, transport::collect_sink&)> then;
   };
   std::unordered_map<std::uint64_t, probe> probes;
-
-  /// The proxy's own timers. Asio timers holding a weak reference, not CAF delayed messages:
-  /// a delayed message holds the proxy alive until it fires, and a removed worker's proxy
-  /// must end as soon as nothing refers to it (see drain_atom).
-  std::unique_ptr<boost::asio::steady_timer> health_timer;
-  std::unique_ptr<boost::asio::steady_timer> breaker_timer;
 
   bool draining = false; ///< Removed: no health checks, idle connections closed.
   bool stopping = false; ///< Node shutdown: quit once no exchange is in flight.
@@ -219,25 +213,12 @@ void check_health(self_ptr self) {
   });
 }
 
-/// Sends the proxy `msg...` after `delay` on `timer`, unless the proxy ended meanwhile.
-template <class... Ts>
-void send_later(self_ptr self, boost::asio::steady_timer& timer, std::chrono::milliseconds delay,
-                Ts... msg) {
-  timer.expires_after(delay);
-  timer.async_wait(
-      [weak = caf::actor_cast<caf::weak_actor_ptr>(self), msg...](boost::system::error_code ec) {
-        if (ec) {
-          return;
-        }
-        if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(weak)) {
-          caf::anon_send(caf::actor_cast<worker_proxy_actor>(strong), msg...);
-        }
-      });
-}
-
 void schedule_half_open(self_ptr self) {
   auto& st = self->state;
-  send_later(self, *st.breaker_timer, st.cfg.cb_timeout, breaker_atom_v, ++st.cb_generation);
+  // Not a delayed_send: a removed worker's proxy must end as soon as nothing refers to it, and a
+  // delayed message would hold it alive until it fires.
+  send_later(self->system(), caf::actor_cast<worker_proxy_actor>(self), st.cfg.cb_timeout,
+             breaker_atom_v, ++st.cb_generation);
 }
 
 void record_outcome(self_ptr self, const exchange_result& r) {
@@ -329,8 +310,6 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
       tls->set_verify_mode(boost::asio::ssl::verify_peer);
     }
   }
-  st.health_timer = std::make_unique<boost::asio::steady_timer>(*ioc);
-  st.breaker_timer = std::make_unique<boost::asio::steady_timer>(*ioc);
   st.pool = std::make_shared<transport::upstream_pool>(*ioc, spec.url.host, spec.url.port,
                                                        cfg.max_idle_connections, std::move(tls),
                                                        cfg.use_strands);
@@ -384,13 +363,14 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
       },
       [self](health_atom) {
         auto& st = self->state;
-        if (st.draining) {
+        if (st.draining || st.stopping) {
           return;
         }
         if (!st.check_running) {
           check_health(self);
         }
-        send_later(self, *st.health_timer, st.cfg.health_interval, health_atom_v);
+        send_later(self->system(), caf::actor_cast<worker_proxy_actor>(self),
+                   st.cfg.health_interval, health_atom_v);
       },
       [self](breaker_atom, std::uint64_t generation) {
         auto& st = self->state;
@@ -408,14 +388,12 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
                         st.spec.spec.url, st.orders.size());
         }
         st.draining = true;
-        st.health_timer->cancel();
         after_exchange(self);
       },
       [self](stop_atom) {
         auto& st = self->state;
         st.stopping = true;
-        st.health_timer->cancel();
-        st.breaker_timer->cancel();
+        ++st.cb_generation; // a half-open timer still waiting finds nothing to do
         after_exchange(self);
       },
       [self](inspect_atom) { return inspect_state(self).dump(); },
