@@ -51,7 +51,11 @@ class BenchCase(ProcessTestCase):
     def assertLatencies(self, stage, ttft=TTFT_MS, itl=ITL_MS, tokens=TOKENS):
         self.assertEqual(stage["failed"], 0, stage["first_errors"])
         self.assertModel(stage["ttft_ms"]["p50"], ttft, "ttft p50")
-        self.assertModel(stage["itl_ms"]["p50"], itl, "itl p50")
+        # A gap can be short: after an event read late (a busy machine), the next may already
+        # be waiting, and the client reads both at once. Their mean cannot: the gaps add up to
+        # the time from the first token to the last, which no timer makes shorter.
+        self.assertModel(stage["itl_ms"]["mean"], itl, "itl mean")
+        self.assertLessEqual(stage["itl_ms"]["p50"], itl * SLACK + SLACK_MS, "itl p50")
         self.assertModel(stage["tpot_ms"]["p50"], itl, "tpot p50")
         # Each step of the stream may be late: the end by the sum of the steps' lateness.
         e2e = stage["e2e_ms"]["p50"]

@@ -176,6 +176,9 @@ class PolicyTest(ProcessTestCase):
     def fleet(self, policy):
         sims = [self.sim(), self.sim()]
         gw = self.gateway("--policy", policy, workers=sims)
+        # Readiness needs one healthy worker; a policy's spread needs both.
+        wait_until(lambda: [w["health"] for w in gw.workers()] == ["healthy"] * 2, 10,
+                   what="both workers healthy")
         return sims, gw
 
     def send(self, gw, n):
