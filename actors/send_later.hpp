@@ -5,7 +5,6 @@
 #include <caf/after.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
-
 #include <chrono>
 
 namespace troupe::actors {
@@ -21,7 +20,9 @@ template <class Handle, class... Ts>
 void send_later(caf::actor_system& sys, const Handle& target, std::chrono::milliseconds delay,
                 Ts... msg) {
   auto weak = caf::actor_cast<caf::weak_actor_ptr>(target);
-  sys.spawn([weak, delay, msg...](caf::event_based_actor* waiter) -> caf::behavior {
+  // Hidden: a wait must not hold up the actor system's shutdown (it awaits every actor that
+  // is not hidden); the clock drops what is still waiting when the system stops.
+  sys.spawn<caf::hidden>([weak, delay, msg...](caf::event_based_actor* waiter) -> caf::behavior {
     return {
         caf::after(delay) >>
             [waiter, weak, msg...] {

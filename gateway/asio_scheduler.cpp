@@ -10,6 +10,7 @@
 #include <caf/resumable.hpp>
 #include <caf/scheduler/coordinator.hpp>
 #include <mutex>
+#include <thread>
 
 namespace troupe::gateway {
 
@@ -76,16 +77,25 @@ public:
   }
 
   void cancel_ordinary_timeout(caf::abstract_actor* self, caf::atom_value type) override {
+    if (reentered()) {
+      return;
+    }
     std::lock_guard guard{mx_};
     super::cancel_ordinary_timeout(self, type);
   }
 
   void cancel_request_timeout(caf::abstract_actor* self, caf::message_id id) override {
+    if (reentered()) {
+      return;
+    }
     std::lock_guard guard{mx_};
     super::cancel_request_timeout(self, id);
   }
 
   void cancel_timeouts(caf::abstract_actor* self) override {
+    if (reentered()) {
+      return;
+    }
     std::lock_guard guard{mx_};
     super::cancel_timeouts(self);
   }
@@ -106,12 +116,20 @@ public:
 
   void cancel_all() override {
     std::lock_guard guard{mx_};
+    clearing_.store(std::this_thread::get_id());
     super::cancel_all();
+    clearing_.store(std::thread::id{});
     timer_.cancel();
     armed_ = time_point::max();
   }
 
 private:
+  /// True on the thread clearing the schedule (cancel_all): dropping an entry can release the
+  /// last reference to an actor that never terminated (a hidden one waiting on a timeout), whose
+  /// destruction cancels its timeouts. The schedule is being emptied anyway, and taking mx_
+  /// again on this thread would deadlock.
+  bool reentered() const { return clearing_.load() == std::this_thread::get_id(); }
+
   // Requires mx_. Arms the timer for the earliest entry unless it already fires by then.
   void arm() {
     if (schedule().empty()) {
@@ -135,6 +153,7 @@ private:
   }
 
   std::mutex mx_;
+  std::atomic<std::thread::id> clearing_{};
   net::steady_timer timer_;
   time_point armed_ = time_point::max();
 };
