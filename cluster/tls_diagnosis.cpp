@@ -1,5 +1,7 @@
 #include "cluster/tls_diagnosis.hpp"
 
+#include "cluster/tls_files.hpp"
+
 #include <caf/typed_event_based_actor.hpp>
 #include <cstring>
 #include <memory>
@@ -29,16 +31,6 @@ std::string last_openssl_error() {
     out += (out.empty() ? "" : "; ") + (at == std::string::npos ? text : text.substr(at + 2));
   }
   return out;
-}
-
-int passphrase_callback(char* buf, int size, int, void* user) {
-  auto* phrase = static_cast<const std::string*>(user);
-  if (!phrase || phrase->empty() || size <= 0) {
-    return 0;
-  }
-  auto n = std::min<std::size_t>(phrase->size(), static_cast<std::size_t>(size));
-  std::memcpy(buf, phrase->data(), n);
-  return static_cast<int>(n);
 }
 
 /// A TCP connection to host:port within `timeout`, or -1 (`why` says).

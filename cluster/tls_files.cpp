@@ -85,18 +85,6 @@ std::vector<x509_ptr> certificates(const std::string& text) {
   return out;
 }
 
-/// Hands OpenSSL the passphrase; never prompts on a terminal (OpenSSL's default callback
-/// would, and a node would wait for it forever).
-int passphrase_callback(char* buf, int size, int, void* user) {
-  auto* phrase = static_cast<const std::string*>(user);
-  if (!phrase || phrase->empty() || size <= 0) {
-    return 0;
-  }
-  auto n = std::min<std::size_t>(phrase->size(), static_cast<std::size_t>(size));
-  std::memcpy(buf, phrase->data(), n);
-  return static_cast<int>(n);
-}
-
 /// Verifies `leaf` (with the `chain` after it) against `store` for one TLS role; the
 /// verification error otherwise.
 std::optional<std::string> verify(X509_STORE* store, X509* leaf, STACK_OF(X509) * chain,
@@ -115,6 +103,16 @@ std::optional<std::string> verify(X509_STORE* store, X509* leaf, STACK_OF(X509) 
 }
 
 } // namespace
+
+int passphrase_callback(char* buf, int size, int, void* user) {
+  auto* phrase = static_cast<const std::string*>(user);
+  if (!phrase || phrase->empty() || size <= 0) {
+    return 0;
+  }
+  auto n = std::min<std::size_t>(phrase->size(), static_cast<std::size_t>(size));
+  std::memcpy(buf, phrase->data(), n);
+  return static_cast<int>(n);
+}
 
 std::optional<std::string> check_tls_files(const tls_files& f) {
   std::string cert_text, key_text, ca_text;

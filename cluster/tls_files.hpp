@@ -32,4 +32,9 @@ std::optional<std::string> check_tls_files(const tls_files& files);
 /// What the certificate says of itself, for the start-up log: subject and expiry.
 std::string describe_certificate(const std::string& cert_path);
 
+/// OpenSSL's `pem_password_cb` handing over the passphrase `user` points to (a
+/// `const std::string*`); never prompts on a terminal (OpenSSL's default callback would, and a
+/// node would wait for it forever).
+int passphrase_callback(char* buf, int size, int rwflag, void* user);
+
 } // namespace troupe::cluster
