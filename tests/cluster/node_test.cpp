@@ -262,6 +262,60 @@ TEST_CASE_METHOD(fixture, "a seed is dialed, and the peer it reaches is a member
   CHECK(inspect()["links"] == 1);
 }
 
+TEST_CASE_METHOD(fixture, "this node's writes reach its members as they happen; a member's are "
+                          "merged by version, and never sent back") {
+  auto b = member("b", "10.0.0.2:7000");
+  auto deltas = [&] {
+    std::vector<protocol::worker_record> out;
+    for (auto& m : b.got->messages) {
+      if (auto* s = std::get_if<protocol::registry_sync>(&m.body); s && !s->full) {
+        out.insert(out.end(), s->records.begin(), s->records.end());
+      }
+    }
+    return out;
+  };
+  REQUIRE(deltas().empty());
+
+  auto id = add_worker({"http://10.0.0.40:8000", protocol::worker_type::regular, {}, {}, {}, {}});
+  run();
+  auto sent = deltas();
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].id == id);
+  CHECK(sent[0].origin == "a");
+  CHECK_FALSE(sent[0].deleted);
+  auto version = sent[0].version;
+
+  SECTION("an older tombstone from a member changes nothing") {
+    auto stale = record(id, "http://10.0.0.40:8000", version - 1, "b");
+    stale.deleted = true;
+    sync(b, "b", {stale});
+    CHECK(serves("http://10.0.0.40:8000"));
+  }
+  SECTION("a member's newer tombstone removes the worker here too") {
+    auto gone = record(id, "http://10.0.0.40:8000", version + 1, "b");
+    gone.deleted = true;
+    sync(b, "b", {gone});
+    CHECK_FALSE(serves("http://10.0.0.40:8000"));
+  }
+  SECTION("a removal here goes out as a newer tombstone") {
+    auto removed = ask<bool>(registry, remove_atom_v, id);
+    REQUIRE(removed);
+    CHECK(*removed);
+    run();
+    sent = deltas();
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[1].id == id);
+    CHECK(sent[1].deleted);
+    CHECK(sent[1].version > version);
+  }
+  // What a member wrote is its own news: merging it sends nothing back.
+  sync(b, "b", {record("w-b2", "http://10.0.0.41:8000", 100, "b")});
+  CHECK(serves("http://10.0.0.41:8000"));
+  for (auto& r : deltas()) {
+    CHECK(r.origin == "a");
+  }
+}
+
 TEST_CASE_METHOD(fixture, "api keys leave a node only over TLS links") {
   auto id = add_worker({"https://provider.example",
                         protocol::worker_type::regular,
