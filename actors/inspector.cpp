@@ -1,13 +1,13 @@
 #include "actors/inspector.hpp"
 
 #include "actors/errors.hpp"
+#include "services/logs.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 #include <deque>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <unordered_map>
 #include <vector>
 
@@ -271,7 +271,7 @@ inspector_actor::behavior_type inspector(self_ptr self, inspector_config cfg,
         }
         auto id = handle->id();
         self->monitor(handle);
-        spdlog::debug("inspector: watching {} {} (actor {})", kind, name, id);
+        logs::inspector().debug("watching {} {} (actor {})", kind, name, id);
         self->state.members[id] =
             member{std::move(kind), std::move(name), caf::actor_cast<inspectable_actor>(handle),
                    clock_type::now()};

@@ -1,7 +1,8 @@
 #include "actors/pd_leg.hpp"
 
+#include "services/logs.hpp"
+
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
 namespace troupe::actors {
 
@@ -34,8 +35,8 @@ pd_leg_actor::behavior_type pd_leg(self_ptr self, caf::actor_addr parent, pd_leg
   self->set_down_handler([self](caf::down_msg&) {
     // The request actor is gone: nobody waits for this leg any more.
     auto& st = self->state;
-    spdlog::debug("[{}] {} leg: request actor gone, cancelling", st.spec.request_id,
-                  protocol::to_string(st.spec.role));
+    logs::request(st.spec.request_id)
+        .debug("{} leg: request actor gone, cancelling", protocol::to_string(st.spec.role));
     cancel_order(self);
     self->quit();
   });

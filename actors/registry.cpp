@@ -1,6 +1,7 @@
 #include "actors/registry.hpp"
 
 #include "actors/errors.hpp"
+#include "services/logs.hpp"
 
 #include <algorithm>
 #include <caf/typed_event_based_actor.hpp>
@@ -8,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <spdlog/spdlog.h>
 #include <unordered_map>
 
 namespace troupe::actors {
@@ -130,7 +130,7 @@ bool apply_live(self_ptr self, const worker_record& r) {
   std::string why;
   auto checked = protocol::check(r.spec, why);
   if (!checked) {
-    spdlog::warn("worker {} from {}: invalid here ({}), not served", r.id, r.origin, why);
+    logs::registry().warn("worker {} from {}: invalid here ({}), not served", r.id, r.origin, why);
     if (it != st.workers.end()) {
       stop_proxy(self, **it);
       st.workers.erase(it);
@@ -148,10 +148,11 @@ bool apply_live(self_ptr self, const worker_record& r) {
   entry->origin = r.origin;
   entry->key_missing = r.key_withheld && r.spec.api_key.empty();
   if (entry->key_missing) {
-    spdlog::warn("worker {} {} from {} has an api key this node was not given (cluster links "
-                 "without TLS carry none): it is served without one until this node gets the "
-                 "key (POST /workers with the same url and the key, or the provider's key flag)",
-                 r.id, r.spec.url, r.origin);
+    logs::registry().warn(
+        "worker {} {} from {} has an api key this node was not given (cluster links "
+        "without TLS carry none): it is served without one until this node gets the "
+        "key (POST /workers with the same url and the key, or the provider's key flag)",
+        r.id, r.spec.url, r.origin);
   }
   start_proxy(self, *entry, std::move(*checked));
   if (it != st.workers.end()) {
@@ -161,13 +162,14 @@ bool apply_live(self_ptr self, const worker_record& r) {
   } else {
     for (auto& w : st.workers) {
       if (w->spec.url == entry->spec.url) {
-        spdlog::warn("worker {} and {} share the url {}", w->id, entry->id, entry->spec.url);
+        logs::registry().warn("worker {} and {} share the url {}", w->id, entry->id,
+                              entry->spec.url);
       }
     }
     st.workers.push_back(entry);
   }
-  spdlog::info("worker {} {} ({}) from {}", entry->id, entry->spec.url, to_string(entry->spec.type),
-               r.origin);
+  logs::registry().info("worker {} {} ({}) from {}", entry->id, entry->spec.url,
+                        to_string(entry->spec.type), r.origin);
   return true;
 }
 
@@ -206,7 +208,7 @@ bool merge(self_ptr self, record_batch& batch) {
     if (r.deleted) {
       if (auto w = find_live(st, r.id); w != st.workers.end()) {
         stop_proxy(self, **w);
-        spdlog::info("removed worker {} {} (by {})", r.id, (*w)->spec.url, r.origin);
+        logs::registry().info("removed worker {} {} (by {})", r.id, (*w)->spec.url, r.origin);
         st.workers.erase(w);
       }
     } else {
@@ -238,7 +240,7 @@ std::optional<std::string> supply_key(self_ptr self, const worker_entry& w,
   r.key_withheld = false;
   apply_live(self, r);
   store(st, r);
-  spdlog::info("worker {} {}: this node has its api key now", id, url);
+  logs::registry().info("worker {} {}: this node has its api key now", id, url);
   publish(self);
   return id;
 }
@@ -332,8 +334,8 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         entry->version = r.version;
         entry->origin = r.origin;
         start_proxy(self, *entry, std::move(*checked));
-        spdlog::info("registered worker {} {} ({})", entry->id, entry->spec.url,
-                     to_string(entry->spec.type));
+        logs::registry().info("registered worker {} {} ({})", entry->id, entry->spec.url,
+                              to_string(entry->spec.type));
         st.workers.push_back(entry);
         store(st, r);
         publish(self);
@@ -347,7 +349,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
           return false;
         }
         stop_proxy(self, **it);
-        spdlog::info("removed worker {} {}", id, (*it)->spec.url);
+        logs::registry().info("removed worker {} {}", id, (*it)->spec.url);
         worker_record r;
         if (auto rec = st.records.find(id); rec != st.records.end()) {
           r = rec->second;

@@ -12,9 +12,9 @@
 #include "actors/request/retry_policy.hpp"
 #include "actors/request/upstream_headers.hpp"
 #include "protocol/validation.hpp"
+#include "services/logs.hpp"
 
 #include <random>
-#include <spdlog/spdlog.h>
 
 namespace troupe::actors {
 
@@ -200,9 +200,10 @@ void on_cancel(request_self self) {
   st.cancelled = true;
   st.status = protocol::http_status(protocol::error_code::client_closed);
   if (st.in->reply->stopped_reading()) {
-    spdlog::info("[{}] the client stopped reading: no write to it progressed for {} s, "
-                 "connection closed",
-                 st.in->request_id, st.svc->cfg.client_write_timeout.count());
+    logs::request(st.in->request_id)
+        .info("the client stopped reading: no write to it progressed for {} s, "
+              "connection closed",
+              st.svc->cfg.client_write_timeout.count());
   }
   // With an exchange in flight, its end (cancelled) finishes the request.
   if (!(st.path && st.path->cancel(self)) && !cancel_lookup(self)) {
@@ -260,8 +261,9 @@ void attempt_done(request_self self, attempt_end end) {
     // worker gave it.
     auto delay = retry_backoff(st.svc->cfg.retry, st.backoffs, jitter_draw());
     if (now + delay < st.deadline) {
-      spdlog::info("[{}] {} answered {}: retrying on another worker in {} ms", st.in->request_id,
-                   who, end.status, delay.count());
+      logs::request(st.in->request_id)
+          .info("{} answered {}: retrying on another worker in {} ms", who, end.status,
+                delay.count());
       st.tried.insert(st.tried.end(), end.failed_workers.begin(), end.failed_workers.end());
       st.last_failure.reset();
       ++st.backoffs;
@@ -277,8 +279,8 @@ void attempt_done(request_self self, attempt_end end) {
     }
     return answer(self, err, end.worker_answer);
   }
-  spdlog::warn("[{}] {} failed: {}", st.in->request_id, who,
-               end.detail.empty() ? err.message : end.detail);
+  logs::request(st.in->request_id)
+      .warn("{} failed: {}", who, end.detail.empty() ? err.message : end.detail);
   if (end.retry == retry_kind::at_once && may_retry(st) && now < st.deadline) {
     st.tried.insert(st.tried.end(), end.failed_workers.begin(), end.failed_workers.end());
     st.last_failure = err;
@@ -330,11 +332,11 @@ void finish_request(request_self self) {
   auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - st.in->received);
   auto error = error_type(st);
-  spdlog::info("[{}] {} {} model={} worker={} status={} duration_ms={:.3f} ttft_ms={:.3f}{}{}",
-               st.in->request_id, st.in->req.method_string(), st.in->req.target(),
-               st.facts.model.value_or("-"), st.worker_ids.empty() ? "-" : st.worker_ids, st.status,
-               elapsed.count() / 1000.0, st.ttft.count() / 1000.0,
-               error.empty() ? "" : " error=", error);
+  logs::request(st.in->request_id)
+      .info("{} {} model={} worker={} status={} duration_ms={:.3f} ttft_ms={:.3f}{}{}",
+            st.in->req.method_string(), st.in->req.target(), st.facts.model.value_or("-"),
+            st.worker_ids.empty() ? "-" : st.worker_ids, st.status, elapsed.count() / 1000.0,
+            st.ttft.count() / 1000.0, error.empty() ? "" : " error=", error);
   if (auto& m = st.svc->metrics) {
     services::request_outcome out;
     out.endpoint = st.op->name;

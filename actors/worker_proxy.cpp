@@ -1,12 +1,12 @@
 #include "actors/worker_proxy.hpp"
 
 #include "actors/send_later.hpp"
+#include "services/logs.hpp"
 #include "transport/collect_sink.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <unordered_map>
 
 namespace troupe::actors {
@@ -111,8 +111,8 @@ void set_health(self_ptr self, health_state next) {
   auto& st = self->state;
   auto prev = st.live->health.exchange(next);
   if (prev != next) {
-    spdlog::info("worker {} ({}) is now {} (was {})", st.id, st.spec.spec.url, to_string(next),
-                 to_string(prev));
+    logs::proxy().info("worker {} ({}) is now {} (was {})", st.id, st.spec.spec.url,
+                       to_string(next), to_string(prev));
   }
 }
 
@@ -132,8 +132,8 @@ void record_check(self_ptr self, bool passed, const std::string& why) {
   }
   st.checks_passed = 0;
   ++st.checks_failed;
-  spdlog::debug("worker {} health check failed ({}/{}): {}", st.id, st.checks_failed,
-                st.cfg.health_failure_threshold, why);
+  logs::proxy().debug("worker {} health check failed ({}/{}): {}", st.id, st.checks_failed,
+                      st.cfg.health_failure_threshold, why);
   if (st.checks_failed >= st.cfg.health_failure_threshold) {
     set_health(self, health_state::unhealthy);
   }
@@ -154,8 +154,8 @@ void discover_models(self_ptr self) {
     auto& st = self->state;
     st.models = std::move(models);
     st.models_known = true;
-    spdlog::info("worker {} ({}) serves {}", st.id, st.spec.spec.url,
-                 nlohmann::json(st.models).dump());
+    logs::proxy().info("worker {} ({}) serves {}", st.id, st.spec.spec.url,
+                       nlohmann::json(st.models).dump());
     self->send(st.listener, models_atom_v, st.id, st.models);
     check_health(self);
   };
@@ -238,8 +238,8 @@ void record_outcome(self_ptr self, const exchange_result& r) {
         (state == breaker_state::half_open ||
          (state == breaker_state::closed && st.cb_failures >= st.cfg.cb_failure_threshold))) {
       st.live->breaker.store(breaker_state::open);
-      spdlog::warn("worker {} ({}): circuit breaker open after {} failures (last: {} {})", st.id,
-                   st.spec.spec.url, st.cb_failures, to_string(r.status), r.detail);
+      logs::proxy().warn("worker {} ({}): circuit breaker open after {} failures (last: {} {})",
+                         st.id, st.spec.spec.url, st.cb_failures, to_string(r.status), r.detail);
       schedule_half_open(self);
     }
     return;
@@ -248,7 +248,7 @@ void record_outcome(self_ptr self, const exchange_result& r) {
   if (state == breaker_state::half_open && ++st.cb_successes >= st.cfg.cb_success_threshold) {
     st.live->breaker.store(breaker_state::closed);
     st.cb_successes = 0;
-    spdlog::info("worker {} ({}): circuit breaker closed", st.id, st.spec.spec.url);
+    logs::proxy().info("worker {} ({}): circuit breaker closed", st.id, st.spec.spec.url);
   }
 }
 
@@ -305,7 +305,7 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
     tls = cfg.tls ? cfg.tls : transport::make_client_tls_context({}, why);
     if (!tls) {
       // Never fall back to plain text: a context trusting nothing fails every handshake.
-      spdlog::error("worker {} ({}): {}", st.id, spec.spec.url, why);
+      logs::proxy().error("worker {} ({}): {}", st.id, spec.spec.url, why);
       tls = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
       tls->set_verify_mode(boost::asio::ssl::verify_peer);
     }
@@ -378,14 +378,14 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
         if (generation == st.cb_generation && st.live->breaker.load() == breaker_state::open) {
           st.live->breaker.store(breaker_state::half_open);
           st.cb_successes = 0;
-          spdlog::info("worker {} ({}): circuit breaker half-open", st.id, st.spec.spec.url);
+          logs::proxy().info("worker {} ({}): circuit breaker half-open", st.id, st.spec.spec.url);
         }
       },
       [self](drain_atom) {
         auto& st = self->state;
         if (!st.draining) {
-          spdlog::debug("worker {} ({}) removed: {} exchanges in flight finish", st.id,
-                        st.spec.spec.url, st.orders.size());
+          logs::proxy().debug("worker {} ({}) removed: {} exchanges in flight finish", st.id,
+                              st.spec.spec.url, st.orders.size());
         }
         st.draining = true;
         after_exchange(self);

@@ -5,11 +5,11 @@
 #include "cluster/settings.hpp"
 #include "cluster/state_file.hpp"
 #include "cluster/tls_error_queue.hpp"
+#include "services/logs.hpp"
 
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/publish.hpp>
-#include <spdlog/spdlog.h>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -100,11 +100,11 @@ void runtime::start() {
     std::string why;
     auto records = load_state(cfg.state_file, why);
     if (!why.empty()) {
-      spdlog::error("cluster: {}", why);
+      logs::cluster().error("{}", why);
     }
     if (!records.empty()) {
-      spdlog::info("cluster: restored {} registration record(s) from {}", records.size(),
-                   cfg.state_file);
+      logs::cluster().info("restored {} registration record(s) from {}", records.size(),
+                           cfg.state_file);
       caf::anon_send(svc_->registry, merge_atom_v, actors::record_batch(std::move(records)));
     }
   }
@@ -135,33 +135,33 @@ void runtime::start() {
                              std::to_string(cfg.cluster_port) + ": " + sys_.render(port.error()));
   }
   port_ = *port;
-  spdlog::info("cluster: node {} on {} (cluster port {} on {}), {} seed(s)", ncfg.name,
-               ncfg.cluster_address, port_, in ? host : std::string{"every interface"},
-               ncfg.seeds.size());
+  logs::cluster().info("node {} on {} (cluster port {} on {}), {} seed(s)", ncfg.name,
+                       ncfg.cluster_address, port_, in ? host : std::string{"every interface"},
+                       ncfg.seeds.size());
   if (ncfg.tls) {
-    spdlog::info("cluster: mutual TLS with the CA in {} (this node: {}); any certificate that "
-                 "CA signed is a member, whatever its name",
-                 cfg.cluster_tls_ca, describe_certificate(cfg.cluster_tls_cert));
+    logs::cluster().info("mutual TLS with the CA in {} (this node: {}); any certificate that "
+                         "CA signed is a member, whatever its name",
+                         cfg.cluster_tls_ca, describe_certificate(cfg.cluster_tls_cert));
     if (!tls_error_queue_guard_active()) {
-      spdlog::warn("cluster: OpenSSL's error queue is not guarded in this build: a failed TLS "
-                   "handshake may close healthy cluster links (docs/cluster.md)");
+      logs::cluster().warn("OpenSSL's error queue is not guarded in this build: a failed TLS "
+                           "handshake may close healthy cluster links (docs/cluster.md)");
     }
   } else if (cfg.cluster_insecure) {
-    spdlog::warn("cluster: --cluster-insecure: links on {} are plain TCP without "
-                 "authentication; anyone who reaches the port can join. Api keys are not "
-                 "replicated",
-                 in ? host : std::string{"every interface"});
+    logs::cluster().warn("--cluster-insecure: links on {} are plain TCP without "
+                         "authentication; anyone who reaches the port can join. Api keys are not "
+                         "replicated",
+                         in ? host : std::string{"every interface"});
   } else {
-    spdlog::info("cluster: links are plain TCP on loopback (development); api keys are not "
-                 "replicated");
+    logs::cluster().info("links are plain TCP on loopback (development); api keys are not "
+                         "replicated");
   }
   if (frame_guard_active()) {
-    spdlog::info("cluster: BASP frames over {} bytes, routed messages and messages to named "
-                 "system actors are refused",
-                 frame_limit());
+    logs::cluster().info("BASP frames over {} bytes, routed messages and messages to named "
+                         "system actors are refused",
+                         frame_limit());
   } else {
-    spdlog::warn("cluster: CAF's BASP header check is not guarded in this build: a peer can "
-                 "make this node allocate up to 4 GiB per connection (docs/cluster.md)");
+    logs::cluster().warn("CAF's BASP header check is not guarded in this build: a peer can "
+                         "make this node allocate up to 4 GiB per connection (docs/cluster.md)");
   }
 }
 

@@ -6,11 +6,11 @@
 
 #include "cluster/node_state.hpp"
 #include "cluster/state_file.hpp"
+#include "services/logs.hpp"
 
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <spdlog/spdlog.h>
 
 namespace troupe::cluster {
 
@@ -36,7 +36,7 @@ void save(node_self self, std::function<void()> then) {
               st.persisted_once = true;
               st.last_save_error.clear();
             } else if (why != st.last_save_error) {
-              spdlog::error("cluster: {}", why);
+              logs::cluster().error("{}", why);
               st.last_save_error = why;
             }
             then();
@@ -71,9 +71,9 @@ void tick(node_self self) {
       continue;
     }
     if (m->state == member_state::down) {
-      spdlog::warn("cluster: member {} is down ({})", name, m->reason);
+      logs::cluster().warn("member {} is down ({})", name, m->reason);
     } else {
-      spdlog::info("cluster: member {} is {} (silent)", name, to_string(m->state));
+      logs::cluster().info("member {} is {} (silent)", name, to_string(m->state));
     }
   }
   if (!changed.empty()) {
@@ -131,7 +131,7 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
   for (auto& s : st.cfg.seeds) {
     std::string why;
     if (s != st.cfg.cluster_address && !st.dials.add_seed(s, why)) {
-      spdlog::warn("cluster: ignoring seed: {}", why);
+      logs::cluster().warn("ignoring seed: {}", why);
     }
   }
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });

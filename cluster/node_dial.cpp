@@ -11,8 +11,7 @@
 
 #include "cluster/node_state.hpp"
 #include "cluster/tls_diagnosis.hpp"
-
-#include <spdlog/spdlog.h>
+#include "services/logs.hpp"
 
 namespace troupe::cluster {
 
@@ -41,7 +40,7 @@ void diagnose(node_self self, const std::string& address) {
                 e->where.port)
       .then(
           [self, address](std::string& reason) {
-            spdlog::warn("cluster: TLS with {}: {}", address, reason);
+            logs::cluster().warn("TLS with {}: {}", address, reason);
             if (auto* e = self->state.dials.find(address)) {
               e->diagnosis = std::move(reason);
             }
@@ -57,16 +56,16 @@ void dial_failed(node_self self, const std::string& address, std::string error) 
   }
   auto first = e->failures == 0 || e->last_error != error;
   if (first) {
-    spdlog::info("cluster: cannot link to {} ({}); retrying", address, error);
+    logs::cluster().info("cannot link to {} ({}); retrying", address, error);
     if (st.cfg.tls && error.find("TLS handshake") != std::string::npos) {
       diagnose(self, address);
     }
   } else {
-    spdlog::debug("cluster: cannot link to {} ({})", address, error);
+    logs::cluster().debug("cannot link to {} ({})", address, error);
   }
   if (st.dials.failed(address, std::move(error), steady_now(self))) {
-    spdlog::warn("cluster: gave up on {}: {} dials failed in a row", address,
-                 st.cfg.max_dial_failures);
+    logs::cluster().warn("gave up on {}: {} dials failed in a row", address,
+                         st.cfg.max_dial_failures);
   }
 }
 
@@ -89,7 +88,7 @@ void try_dial(node_self self, const std::string& address) {
               return dial_failed(self, address, "no actor published there");
             }
             if (nid == self->node()) {
-              spdlog::info("cluster: {} is this node: not dialed again", address);
+              logs::cluster().info("{} is this node: not dialed again", address);
               return st.dials.mark_self(address);
             }
             if (ifs != st.peer_interface) {
@@ -105,7 +104,7 @@ void try_dial(node_self self, const std::string& address) {
             st.dialed[peer.address()] = address;
             st.dial_links[address] = peer.address();
             self->monitor(peer);
-            spdlog::info("cluster: linked to {}", address);
+            logs::cluster().info("linked to {}", address);
             greet(self, {}, peer); // its name comes with its hello
           },
           [self, address](caf::error& e) {

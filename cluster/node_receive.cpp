@@ -5,8 +5,7 @@
 // all; without TLS anyone who reaches the port can (docs/cluster.md, "Securing a cluster").
 
 #include "cluster/node_state.hpp"
-
-#include <spdlog/spdlog.h>
+#include "services/logs.hpp"
 
 namespace troupe::cluster {
 
@@ -17,7 +16,7 @@ void refuse(node_self self, refusal r, const std::string& what) {
   counts.add(r);
   auto n = counts.get(r);
   if (n <= 5 || n % 1000 == 0) {
-    spdlog::warn("cluster: refused {} ({}, {} so far)", what, to_string(r), n);
+    logs::cluster().warn("refused {} ({}, {} so far)", what, to_string(r), n);
   }
 }
 
@@ -26,11 +25,11 @@ void learn(node_self self, const std::string& address) {
   std::string why;
   switch (st.dials.learn(address, st.cfg.cluster_address, why)) {
   case dial_table::learned::added:
-    spdlog::debug("cluster: learned member address {}", address);
+    logs::cluster().debug("learned member address {}", address);
     break;
   case dial_table::learned::invalid:
   case dial_table::learned::full:
-    spdlog::warn("cluster: not dialing {}: {}", address, why);
+    logs::cluster().warn("not dialing {}: {}", address, why);
     break;
   case dial_table::learned::known:
     break;
@@ -104,7 +103,7 @@ void on_load(node_self self, const std::string& from, const protocol::load_repor
   }
   if (++n >= 2) {
     n = 0;
-    spdlog::debug("cluster: registry of {} differs from ours: sending ours", from);
+    logs::cluster().debug("registry of {} differs from ours: sending ours", from);
     request_full_sync(self, from);
   }
 }
@@ -129,9 +128,9 @@ void deliver(node_self self, protocol::cluster_message& msg) {
   auto heard = st.members.heard(msg.from, msg.incarnation, steady_now(self),
                                 std::chrono::system_clock::now());
   if (heard == member_table::heard_result::joined) {
-    spdlog::info("cluster: member {} is up", msg.from);
+    logs::cluster().info("member {} is up", msg.from);
   } else if (heard == member_table::heard_result::restarted) {
-    spdlog::info("cluster: member {} restarted", msg.from);
+    logs::cluster().info("member {} restarted", msg.from);
   }
   bool status_changed = heard != member_table::heard_result::known;
   std::visit(
@@ -172,9 +171,9 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
     return refuse(self, refusal::malformed, "a message this node cannot read: " + why);
   }
   if (msg->from == st.cfg.name) {
-    spdlog::error("cluster: a peer calls itself {}, as this node does: give each node its own "
-                  "--node-name",
-                  msg->from);
+    logs::cluster().error("a peer calls itself {}, as this node does: give each node its own "
+                          "--node-name",
+                          msg->from);
     return refuse(self, refusal::name_clash, "a message from a peer named like this node");
   }
   auto link = st.links.find(msg->from);
@@ -200,7 +199,7 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
 void member_down(node_self self, const std::string& name, std::string reason) {
   auto& st = self->state;
   if (st.members.down(name, reason, std::chrono::system_clock::now())) {
-    spdlog::warn("cluster: member {} is down ({})", name, reason);
+    logs::cluster().warn("member {} is down ({})", name, reason);
   }
   if (auto it = st.links.find(name); it != st.links.end()) {
     st.greeted.erase(it->second.address());

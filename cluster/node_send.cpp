@@ -2,9 +2,9 @@
 // keys unless links are TLS, split to fit the message limit) and load reports.
 
 #include "cluster/node_state.hpp"
+#include "services/logs.hpp"
 
 #include <caf/send.hpp>
-#include <spdlog/spdlog.h>
 
 namespace troupe::cluster {
 
@@ -46,9 +46,9 @@ std::vector<cluster_message> sync_messages(node_self self, actors::record_batch 
                                         st.cfg.max_message_bytes, too_large);
   for (auto& id : too_large) {
     ++st.records_too_large;
-    spdlog::error("cluster: the record of worker {} is larger than --cluster-max-message-bytes "
-                  "({} bytes): not replicated",
-                  id, st.cfg.max_message_bytes);
+    logs::cluster().error("the record of worker {} is larger than --cluster-max-message-bytes "
+                          "({} bytes): not replicated",
+                          id, st.cfg.max_message_bytes);
   }
   std::vector<cluster_message> out;
   for (auto& g : groups) {

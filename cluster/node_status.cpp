@@ -2,9 +2,9 @@
 // each worker's live state, and its own state for `/admin/actors`.
 
 #include "cluster/node_state.hpp"
+#include "services/logs.hpp"
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace troupe::cluster {
 
@@ -76,8 +76,8 @@ void take_frame_refusals(node_self self) {
                        "BASP message(s) to a named system actor"}}) {
     if (c.now > c.seen) {
       st.deps.refusals->add(c.reason, c.now - c.seen);
-      spdlog::warn("cluster: refused {} {} and closed their connections ({} so far)",
-                   c.now - c.seen, c.what, c.now);
+      logs::cluster().warn("refused {} {} and closed their connections ({} so far)", c.now - c.seen,
+                           c.what, c.now);
     }
   }
   seen = now;

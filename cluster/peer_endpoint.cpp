@@ -1,11 +1,12 @@
 #include "cluster/peer_endpoint.hpp"
 
+#include "services/logs.hpp"
+
 #include <caf/actor_cast.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/make_actor.hpp>
 #include <caf/monitorable_actor.hpp>
 #include <caf/send.hpp>
-#include <spdlog/spdlog.h>
 
 namespace troupe::cluster {
 
@@ -60,7 +61,7 @@ private:
     refusals_->add(r);
     auto n = refusals_->get(r);
     if (n <= 5 || n % 1000 == 0) {
-      spdlog::warn("cluster: refused {} ({}, {} so far)", what, to_string(r), n);
+      logs::cluster().warn("refused {} ({}, {} so far)", what, to_string(r), n);
     }
   }
 

@@ -5,11 +5,11 @@
 #include "gateway/endpoints/endpoints.hpp"
 #include "gateway/metrics_endpoint.hpp"
 #include "gateway/request_admission.hpp"
+#include "services/logs.hpp"
 #include "transport/http_server.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/fmt/fmt.h>
-#include <spdlog/spdlog.h>
 #include <stdexcept>
 
 namespace troupe::gateway {
@@ -32,8 +32,9 @@ std::vector<protocol::worker_spec> initial_workers(const actors::gateway_config&
     const auto& key =
         kind == protocol::provider_kind::anthropic ? cfg.anthropic_api_key : cfg.openai_api_key;
     if (key.empty()) {
-      spdlog::warn("provider {} has no api key (--{}-api-key): its model list cannot be read", url,
-                   protocol::to_string(kind));
+      logs::gateway().warn(
+          "provider {} has no api key (--{}-api-key): its model list cannot be read", url,
+          protocol::to_string(kind));
     }
     push({url, protocol::worker_type::regular, {}, {}, kind, key});
   };
@@ -129,11 +130,11 @@ void gateway::start() {
   if (svc.admission) {
     stats->watch_admission(svc.admission);
     const auto& lim = svc.admission->limits();
-    spdlog::info("admission control: {} request(s) at once, {} may wait up to {} ms{}",
-                 lim.max_active, lim.max_queued, lim.queue_timeout.count(),
-                 lim.rate_per_second > 0
-                     ? fmt::format(", {:g} admitted per second", lim.rate_per_second)
-                     : std::string{});
+    logs::gateway().info("admission control: {} request(s) at once, {} may wait up to {} ms{}",
+                         lim.max_active, lim.max_queued, lim.queue_timeout.count(),
+                         lim.rate_per_second > 0
+                             ? fmt::format(", {:g} admitted per second", lim.rate_per_second)
+                             : std::string{});
   }
   d.svc = std::make_shared<const actors::gateway_services>(std::move(svc));
   stats->watch_system([&sys = d.sys] { return sys.registry().running(); },
@@ -188,19 +189,19 @@ void gateway::start() {
           auto err = actors::to_api_error(e);
           if (err.code == protocol::error_code::conflict) {
             // Restored from the state file, or learnt from a peer, before the flag was read.
-            spdlog::info("worker {} is registered already", url);
+            logs::gateway().info("worker {} is registered already", url);
             return;
           }
-          spdlog::error("cannot register worker {}: {}", url, err.message);
+          logs::gateway().error("cannot register worker {}: {}", url, err.message);
         },
         add_atom_v, std::move(spec));
   }
-  spdlog::info("troupe listening on {}://{}:{} (policy {}, {} worker(s) configured)",
-               cfg.server_tls ? "https" : "http", cfg.host, d.server->port(), cfg.policy,
-               workers.size());
+  logs::gateway().info("troupe listening on {}://{}:{} (policy {}, {} worker(s) configured)",
+                       cfg.server_tls ? "https" : "http", cfg.host, d.server->port(), cfg.policy,
+                       workers.size());
   if (d.metrics_server) {
-    spdlog::info("metrics on {}://{}:{}/metrics", cfg.prometheus_tls ? "https" : "http",
-                 cfg.prometheus_host, d.metrics_server->port());
+    logs::gateway().info("metrics on {}://{}:{}/metrics", cfg.prometheus_tls ? "https" : "http",
+                         cfg.prometheus_host, d.metrics_server->port());
   }
 }
 
@@ -233,7 +234,7 @@ void gateway::shutdown(std::function<void()> done) {
     auto in_flight = d.svc ? d.svc->tracker->size() : 0;
     if (in_flight == 0 || std::chrono::steady_clock::now() >= deadline) {
       if (in_flight > 0) {
-        spdlog::warn("shutting down with {} request(s) still in flight", in_flight);
+        logs::gateway().warn("shutting down with {} request(s) still in flight", in_flight);
       }
       // Break the self-reference. That destroys this very closure: keep what it still needs.
       auto then = finish;

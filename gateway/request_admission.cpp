@@ -1,6 +1,7 @@
 #include "gateway/request_admission.hpp"
 
 #include "actors/errors.hpp"
+#include "services/logs.hpp"
 
 #include <algorithm>
 #include <boost/asio/bind_executor.hpp>
@@ -8,7 +9,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <spdlog/fmt/fmt.h>
-#include <spdlog/spdlog.h>
 
 namespace troupe::gateway {
 
@@ -49,10 +49,10 @@ void refuse(const actors::gateway_services& svc, actors::inbound_request& in,
   in.reply->respond(std::move(res));
   svc.tracker->end(in.request_id);
   auto elapsed = std::chrono::duration<double, std::milli>(clock::now() - in.received);
-  spdlog::info("[{}] {} {} model=- worker=- status={} duration_ms={:.3f} error={} admission={}",
-               in.request_id, in.req.method_string(), in.req.target(),
-               protocol::http_status(err.code), elapsed.count(), protocol::to_string(err.code),
-               to_string(why));
+  logs::http(in.request_id)
+      .info("{} {} model=- worker=- status={} duration_ms={:.3f} error={} admission={}",
+            in.req.method_string(), in.req.target(), protocol::http_status(err.code),
+            elapsed.count(), protocol::to_string(err.code), to_string(why));
 }
 
 /// Hands an admitted request to its actor.
@@ -142,7 +142,7 @@ void admit_request(const actors::services_ptr& svc, std::shared_ptr<actors::inbo
                             tracker = svc->tracker, id = in->request_id] {
     if (auto gate = weak_gate.lock(); gate && gate->cancel(ticket)) {
       tracker->end(id);
-      spdlog::info("[{}] client left while queued for admission", id);
+      logs::http(id).info("client left while queued for admission");
     }
   });
 }

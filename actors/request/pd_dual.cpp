@@ -12,8 +12,7 @@
 #include "protocol/logprobs.hpp"
 #include "protocol/sse.hpp"
 #include "protocol/worker_error.hpp"
-
-#include <spdlog/spdlog.h>
+#include "services/logs.hpp"
 
 namespace troupe::actors {
 
@@ -46,11 +45,11 @@ public:
       protocol::bootstrap_target target{prefill->url.host, prefill->spec.bootstrap_port};
       auto rooms = protocol::inject_bootstrap(pair.body(), batch_, target, *st.svc->rooms);
       body = protocol::dump_body(pair.body());
-      if (spdlog::should_log(spdlog::level::debug)) {
-        spdlog::debug("[{}] pair prefill={} decode={} bootstrap {}:{} rooms {}", st.in->request_id,
-                      prefill->id, decode->id, target.host,
-                      target.port ? std::to_string(*target.port) : "null",
-                      nlohmann::json(rooms).dump());
+      if (logs::request().should_log(spdlog::level::debug)) {
+        logs::request(st.in->request_id)
+            .debug("pair prefill={} decode={} bootstrap {}:{} rooms {}", prefill->id, decode->id,
+                   target.host, target.port ? std::to_string(*target.port) : "null",
+                   nlohmann::json(rooms).dump());
       }
     }
     gate_ = std::make_shared<pd_reply_gate>(st.in->reply, st.svc->cfg.max_response_size);

@@ -5,8 +5,7 @@
 #include "actors/request/request_state.hpp"
 #include "protocol/sse.hpp"
 #include "protocol/worker_error.hpp"
-
-#include <spdlog/spdlog.h>
+#include "services/logs.hpp"
 
 namespace troupe::actors {
 
@@ -120,8 +119,8 @@ void pd_path::on_leg_end(request_self self, worker_type role,
     }
   }
   if (s.failure) {
-    spdlog::debug("[{}] {} leg on {} failed: {}", st.in->request_id, leg_name(role), s.worker->id,
-                  s.failure->message);
+    logs::request(st.in->request_id)
+        .debug("{} leg on {} failed: {}", leg_name(role), s.worker->id, s.failure->message);
     if (auto& m = st.svc->metrics) {
       m->on_pd_leg_failure(role);
     }

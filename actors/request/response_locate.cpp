@@ -9,10 +9,10 @@
 #include "actors/errors.hpp"
 #include "actors/request/request_state.hpp"
 #include "actors/request/upstream_headers.hpp"
+#include "services/logs.hpp"
 #include "transport/collect_sink.hpp"
 
 #include <algorithm>
-#include <spdlog/spdlog.h>
 
 namespace troupe::actors {
 
@@ -62,7 +62,7 @@ void next_probe(request_self self, lookup l) {
             [self, l](caf::error&) {
               // Nobody has it (or nobody answered): the request goes where the policy sends
               // it, and the worker's own answer (a 404 in its words) reaches the client.
-              spdlog::debug("[{}] no worker stores response {}", self->state.in->request_id, l.id);
+              logs::request(self->state.in->request_id).debug("no worker stores response {}", l.id);
               self->state.located = true;
               l.then(self);
             });
@@ -92,8 +92,8 @@ void probe(request_self self, lookup l, worker_entry_ptr worker) {
               return finish_request(self);
             }
             if (sink->status() / 100 == 2) {
-              spdlog::debug("[{}] response {} is stored by {}", st.in->request_id, l.id,
-                            worker->id);
+              logs::request(st.in->request_id)
+                  .debug("response {} is stored by {}", l.id, worker->id);
               st.svc->responses->remember(l.id, worker->id);
               st.located = true;
               return l.then(self);

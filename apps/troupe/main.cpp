@@ -2,12 +2,12 @@
 
 #include "actors/errors.hpp"
 #include "apps/troupe/flags.hpp"
-#include "apps/troupe/logging.hpp"
 #include "apps/troupe/security.hpp"
 #include "cluster/cluster.hpp"
 #include "gateway/asio_scheduler.hpp"
 #include "gateway/gateway.hpp"
 #include "protocol/type_ids.hpp"
+#include "services/logs.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <spdlog/spdlog.h>
 #include <thread>
 
 int main(int argc, char** argv) {
@@ -26,7 +25,7 @@ int main(int argc, char** argv) {
   if (!cfg) {
     return exit_code;
   }
-  apps::setup_logging(cfg->log_level, cfg->log_json);
+  logs::configure(cfg->log_level, cfg->log_json);
   apps::raise_fd_limit(cfg->max_connections);
   apps::warn_exposed_listeners(*cfg);
 
@@ -46,7 +45,7 @@ int main(int argc, char** argv) {
     try {
       system = std::make_unique<caf::actor_system>(sys_cfg);
     } catch (const std::exception& e) {
-      spdlog::critical("cannot start the actor system: {}", e.what());
+      logs::gateway().critical("cannot start the actor system: {}", e.what());
       std::_Exit(2);
     }
     auto& sys = *system;
@@ -61,7 +60,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       // Exit at once and non-zero (a supervisor must see the failure): the actors already
       // started are not waited for, as none of them has any work yet.
-      spdlog::critical("{}", e.what());
+      logs::gateway().critical("{}", e.what());
       scheduler.hand_back();
       sys.await_actors_before_shutdown(false);
       return 1;
@@ -71,7 +70,7 @@ int main(int argc, char** argv) {
       if (ec) {
         return;
       }
-      spdlog::info("signal {}: shutting down", sig);
+      logs::gateway().info("signal {}: shutting down", sig);
       // Leave the cluster first: peers drop this node's share at once, and the state file is
       // written while the registry still answers.
       if (cl) {
@@ -90,6 +89,6 @@ int main(int argc, char** argv) {
     scheduler.hand_back();
     sys.await_actors_before_shutdown(false);
   }
-  spdlog::info("troupe stopped");
+  logs::gateway().info("troupe stopped");
   return rc;
 }

@@ -1,10 +1,10 @@
 #include "apps/troupe/security.hpp"
 
+#include "services/logs.hpp"
 #include "transport/tls.hpp"
 
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 namespace troupe::apps {
@@ -92,20 +92,22 @@ bool load_tls(actors::gateway_config& cfg, std::string& why) {
 void warn_exposed_listeners(const actors::gateway_config& cfg) {
   if (!loopback(cfg.host)) {
     if (cfg.api_key.empty()) {
-      spdlog::warn("the API listens on {} without --api-key: anyone who reaches the port can use "
-                   "the workers and register new ones",
-                   cfg.host);
+      logs::gateway().warn(
+          "the API listens on {} without --api-key: anyone who reaches the port can use "
+          "the workers and register new ones",
+          cfg.host);
     }
     if (!cfg.server_tls) {
-      spdlog::warn("the API listens on {} over plain HTTP: API keys and prompts cross the network "
-                   "in the clear (--tls-cert-path/--tls-key-path serve HTTPS)",
-                   cfg.host);
+      logs::gateway().warn(
+          "the API listens on {} over plain HTTP: API keys and prompts cross the network "
+          "in the clear (--tls-cert-path/--tls-key-path serve HTTPS)",
+          cfg.host);
     }
   }
   if (cfg.prometheus_port != 0 && !loopback(cfg.prometheus_host)) {
-    spdlog::warn("metrics are served on {} without authentication: keep that port behind a "
-                 "firewall or on loopback",
-                 cfg.prometheus_host);
+    logs::gateway().warn("metrics are served on {} without authentication: keep that port behind a "
+                         "firewall or on loopback",
+                         cfg.prometheus_host);
   }
 }
 
@@ -122,9 +124,10 @@ void raise_fd_limit(std::size_t max_connections) {
   // A connection to a worker per client connection, and some for the rest.
   auto needed = 2 * static_cast<rlim_t>(max_connections) + 256;
   if (max_connections > 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed) {
-    spdlog::warn("--max-connections {} needs about {} open files, the limit is {}: accepting "
-                 "will pause when files run out (raise `ulimit -n`, or lower --max-connections)",
-                 max_connections, needed, lim.rlim_cur);
+    logs::gateway().warn(
+        "--max-connections {} needs about {} open files, the limit is {}: accepting "
+        "will pause when files run out (raise `ulimit -n`, or lower --max-connections)",
+        max_connections, needed, lim.rlim_cur);
   }
 }
 

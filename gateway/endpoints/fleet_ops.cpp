@@ -6,11 +6,11 @@
 #include "actors/messages.hpp"
 #include "actors/request/upstream_headers.hpp"
 #include "gateway/endpoints/endpoints.hpp"
+#include "services/logs.hpp"
 #include "transport/collect_sink.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace troupe::gateway {
 
@@ -112,7 +112,7 @@ void flush_cache(http_context& ctx) {
       message = "Cache flush: " + std::to_string(ok.size()) + " succeeded, " +
                 std::to_string(failed.size()) + " failed";
     }
-    spdlog::info("[{}] flush_cache: {}", ctx.request_id, message);
+    logs::http(ctx.request_id).info("flush_cache: {}", message);
     auto status = failed.empty() ? 200 : 206;
     ctx.json(status, json{{"successful", std::move(ok)},
                           {"failed", std::move(failed)},

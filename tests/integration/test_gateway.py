@@ -145,7 +145,7 @@ class DataPlaneTest(ProcessTestCase):
                 self.assertEqual(r.headers["x-request-id"], want)
                 seen = data_plane_requests(self.worker)[0]["headers"]
                 self.assertEqual(seen["x-request-id"], want)
-        self.assertIn("[trace-1]", self.gw.output())
+        self.assertIn("request_id=trace-1 ", self.gw.output())
 
     def test_request_id_headers_replace_the_defaults(self):
         gw = self.gateway("--request-id-headers", "my-id", "other-id", workers=[self.worker])

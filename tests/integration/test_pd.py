@@ -62,7 +62,7 @@ def without_bootstrap(obj):
 def request_line(gw, request_id):
     """The gateway's closing log line of a request (the request actor ended), or None."""
     for line in gw.output().splitlines():
-        if f"[{request_id}]" in line and " status=" in line and "duration_ms=" in line:
+        if f"request_id={request_id} " in line and " status=" in line and "duration_ms=" in line:
             return line
     return None
 

@@ -1,10 +1,12 @@
-#include "apps/troupe/json_log_formatter.hpp"
+#include "services/json_log_formatter.hpp"
+
+#include "services/logs.hpp"
 
 #include <chrono>
 #include <ctime>
 #include <string_view>
 
-namespace troupe::apps {
+namespace troupe::logs {
 
 namespace {
 
@@ -101,26 +103,6 @@ void append_time(spdlog::memory_buf_t& out, spdlog::log_clock::time_point t) {
                  micros);
 }
 
-/// Splits `[<id>] rest` into the id and the rest; the id is printable and has no spaces.
-bool split_request_id(std::string_view payload, std::string_view& id, std::string_view& rest) {
-  if (payload.size() < 4 || payload.front() != '[') {
-    return false;
-  }
-  auto close = payload.find("] ");
-  if (close == std::string_view::npos || close < 2 || close > 129) {
-    return false;
-  }
-  auto candidate = payload.substr(1, close - 1);
-  for (char c : candidate) {
-    if (c <= ' ' || c == '[' || c == ']' || static_cast<unsigned char>(c) >= 0x7f) {
-      return false;
-    }
-  }
-  id = candidate;
-  rest = payload.substr(close + 2);
-  return true;
-}
-
 } // namespace
 
 void json_log_formatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
@@ -133,12 +115,9 @@ void json_log_formatter::format(const spdlog::details::log_msg& msg, spdlog::mem
   append(dest, ",\"logger\":");
   append_json_string(dest, {msg.logger_name.data(), msg.logger_name.size()});
   fmt::format_to(std::back_inserter(dest), ",\"thread\":{}", msg.thread_id);
-  std::string_view id;
-  std::string_view rest;
-  if (split_request_id(payload, id, rest)) {
+  if (auto id = logs::current_request_id(); !id.empty()) {
     append(dest, ",\"request_id\":");
     append_json_string(dest, id);
-    payload = rest;
   }
   append(dest, ",\"message\":");
   append_json_string(dest, payload);
@@ -149,4 +128,4 @@ std::unique_ptr<spdlog::formatter> json_log_formatter::clone() const {
   return std::make_unique<json_log_formatter>();
 }
 
-} // namespace troupe::apps
+} // namespace troupe::logs

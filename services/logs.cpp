@@ -1,0 +1,146 @@
+#include "services/logs.hpp"
+
+#include "services/json_log_formatter.hpp"
+
+#include <array>
+#include <atomic>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace troupe::logs {
+
+namespace {
+
+constexpr std::array all_components{
+    component::gateway, component::http,     component::request, component::proxy,
+    component::policy,  component::registry, component::cluster, component::inspector,
+};
+
+constexpr std::array<std::string_view, all_components.size()> names{
+    "gateway", "http", "request", "proxy", "policy", "registry", "cluster", "inspector",
+};
+
+static_assert([] {
+  for (std::size_t i = 0; i < all_components.size(); ++i) {
+    if (static_cast<std::size_t>(all_components[i]) != i) {
+      return false;
+    }
+  }
+  return true;
+}());
+
+// Constant-initialized (null until `configure`); the loggers themselves live in spdlog's
+// registry, which owns them until the process ends.
+std::array<std::atomic<spdlog::logger*>, all_components.size()> loggers{};
+
+thread_local std::string_view current_id;
+
+/// `%*`: the request id field of the line, when it is about a request.
+class request_id_flag final : public spdlog::custom_flag_formatter {
+public:
+  void format(const spdlog::details::log_msg&, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    if (!current_id.empty()) {
+      append_request_id_field(current_id, dest);
+    }
+  }
+
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<request_id_flag>();
+  }
+};
+
+bool needs_quotes(std::string_view id) {
+  for (char c : id) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= ' ' || u == 0x7f || c == '"' || c == '\\') {
+      return true;
+    }
+  }
+  return id.empty();
+}
+
+} // namespace
+
+std::span<const component> components() noexcept {
+  return all_components;
+}
+
+std::string_view name(component c) noexcept {
+  return names[static_cast<std::size_t>(c)];
+}
+
+spdlog::logger& logger(component c) noexcept {
+  if (auto* l = loggers[static_cast<std::size_t>(c)].load(std::memory_order_acquire)) {
+    return *l;
+  }
+  return *spdlog::default_logger_raw();
+}
+
+std::string_view current_request_id() noexcept {
+  return current_id;
+}
+
+request_log::scope::scope(std::string_view id) noexcept : previous(current_id) {
+  current_id = id;
+}
+
+request_log::scope::~scope() {
+  current_id = previous;
+}
+
+void append_request_id_field(std::string_view id, spdlog::memory_buf_t& out) {
+  static constexpr std::string_view key = "request_id=";
+  out.append(key.data(), key.data() + key.size());
+  if (!needs_quotes(id)) {
+    out.append(id.data(), id.data() + id.size());
+  } else {
+    static constexpr char hex[] = "0123456789abcdef";
+    out.push_back('"');
+    for (char c : id) {
+      auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        out.push_back('\\');
+        out.push_back(c);
+      } else if (u < ' ' || u == 0x7f) {
+        char esc[4] = {'\\', 'x', hex[u >> 4], hex[u & 0xf]};
+        out.append(esc, esc + sizeof(esc));
+      } else {
+        out.push_back(c);
+      }
+    }
+    out.push_back('"');
+  }
+  out.push_back(' ');
+}
+
+void configure(spdlog::sink_ptr sink, const std::string& level, bool json) {
+  auto lvl = spdlog::level::from_str(level);
+  for (auto c : all_components) {
+    auto logger_name = std::string(name(c));
+    auto l = std::make_shared<spdlog::logger>(logger_name, sink);
+    if (json) {
+      // A formatter, not a pattern: a pattern cannot escape the message.
+      l->set_formatter(std::make_unique<json_log_formatter>());
+    } else {
+      auto f = std::make_unique<spdlog::pattern_formatter>();
+      f->add_flag<request_id_flag>('*').set_pattern(std::string(plain_pattern));
+      l->set_formatter(std::move(f));
+    }
+    l->set_level(lvl);
+    l->flush_on(spdlog::level::info);
+    spdlog::drop(logger_name);
+    spdlog::register_logger(l);
+    loggers[static_cast<std::size_t>(c)].store(l.get(), std::memory_order_release);
+    if (c == component::gateway) {
+      spdlog::set_default_logger(l);
+    }
+  }
+}
+
+void configure(const std::string& level, bool json) {
+  configure(std::make_shared<spdlog::sinks::stdout_sink_mt>(), level, json);
+}
+
+} // namespace troupe::logs
