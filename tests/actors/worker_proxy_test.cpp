@@ -86,8 +86,8 @@ struct fixture : test::actor_system_fixture {
     ioc.poll(); // what the stopped proxy's exchanges and the server left
   }
 
-  /// Spawns the proxy of `spec` (the stub's URL when unset).
-  void start(protocol::worker_spec spec = {}) {
+  /// Spawns the proxy of `spec` (the stub's URL when unset); `kept`: held until the end.
+  void start(protocol::worker_spec spec = {}, bool kept = true) {
     if (spec.url.empty()) {
       spec.url = stub.url();
     }
@@ -101,7 +101,10 @@ struct fixture : test::actor_system_fixture {
       }};
     });
     keep(listener);
-    proxy = keep(make_worker_proxy(sys, ioc, "w-1", std::move(*checked), live, listener, cfg));
+    proxy = make_worker_proxy(sys, ioc, "w-1", std::move(*checked), live, listener, cfg);
+    if (kept) {
+      keep(proxy);
+    }
     settle([] { return false; }, 0);
   }
 
@@ -272,4 +275,21 @@ TEST_CASE_METHOD(fixture, "a worker that cannot be reached fails its checks and 
   CHECK(dispatch().status == exchange_status::connect_failed);
   CHECK(live->breaker == breaker_state::open);
   CHECK(live->in_flight == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a drained proxy that nothing refers to ends, its timers pending") {
+  auto before = sys.registry().running();
+  start({}, false);
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  stub.answers["/generate"] = {500, "{}"};
+  dispatch();
+  dispatch();
+  REQUIRE(live->breaker == breaker_state::open); // a half-open timer and a health check due
+  auto weak = caf::actor_cast<caf::weak_actor_ptr>(proxy);
+  caf::anon_send(proxy, drain_atom_v);
+  proxy = worker_proxy_actor{};
+  REQUIRE(settle([&] { return caf::actor_cast<caf::strong_actor_ptr>(weak) == nullptr; }, 20));
+  advance(cfg.cb_timeout); // the timers fire into nothing
+  CHECK(live->breaker == breaker_state::open);
+  CHECK(sys.registry().running() == before + 1); // the listener only: nothing waits any more
 }
