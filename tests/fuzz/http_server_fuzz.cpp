@@ -2,9 +2,9 @@
 // what a client writes on one connection (after a first byte that picks the server's threading
 // mode). A reference parse of the same bytes (Beast's parser with the server's limits) says
 // which requests are complete; the server must answer each of them, in order and to the same
-// request, then answer 413 for a body over the limit or 4xx for a malformed request (or close,
-// when a response was under way), and close where the request asked it to. It must never crash,
-// hang, or answer what was not asked.
+// request, then answer 413 for a body over the limit, 431 for a head over the limits (size,
+// field count), 4xx for a malformed request (or close, when a response was under way), and close
+// where the request asked it to. It must never crash, hang, or answer what was not asked.
 //
 // Everything runs on the fuzzer's thread: the servers and the client share one io_context that
 // the harness drives, so an input costs no thread hand-off (and runs the same way each time).
@@ -17,6 +17,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -24,15 +25,18 @@ using namespace troupe::transport;
 
 namespace {
 
+// Limits small enough for the fuzzer's inputs to cross them.
 constexpr std::size_t body_limit = 1024;
-constexpr std::size_t header_limit = 64 * 1024; // http_server.cpp
+constexpr std::size_t header_limit = 1024;
+constexpr std::size_t max_header_fields = 16;
+constexpr std::size_t min_field_bytes = 4; // server_session_read.cpp: shorter heads are not counted
 
 /// Answers every request with its method, target and body size; `/stream` streams three
 /// chunks; HEAD gets an empty body.
 void handle(request&& req, inbound_status status, std::shared_ptr<reply_channel> reply) {
-  if (status == inbound_status::payload_too_large) {
-    response res{http::status::payload_too_large, 11};
-    res.body() = "too large";
+  if (status != inbound_status::complete) {
+    response res{status_of(status), 11};
+    res.body() = "refused";
     return reply->respond(std::move(res));
   }
   if (req.target() == "/stream") {
@@ -97,7 +101,7 @@ struct expected_request {
 };
 
 /// How the bytes after the last complete request end.
-enum class tail { more, malformed, too_large, closes };
+enum class tail { more, malformed, too_large, head_too_large, closes };
 
 struct reference {
   std::vector<expected_request> requests;
@@ -106,6 +110,30 @@ struct reference {
 
 reference parse_reference(std::string_view bytes) {
   reference ref;
+  // Feeds `bytes` to `p` until `done()`; false (and `ref.end` set) when the bytes end first or
+  // the parser refuses them.
+  auto feed = [&](http::request_parser<http::string_body>& p, auto done, std::size_t& used) {
+    beast::error_code ec;
+    while (!done()) {
+      auto n = p.put(net::buffer(bytes.data(), bytes.size()), ec);
+      bytes.remove_prefix(n);
+      used += n;
+      if (ec && ec != http::error::need_more) {
+        ref.end = ec == http::error::body_limit     ? tail::too_large
+                  : ec == http::error::header_limit ? tail::head_too_large
+                                                    : tail::malformed;
+        return false;
+      }
+      // No progress (need_more, or a parser that wants a bigger piece): the server reads on,
+      // and no more bytes come.
+      if ((n == 0 || bytes.empty()) && !done()) {
+        ref.end = tail::more;
+        return false;
+      }
+      ec = {};
+    }
+    return true;
+  };
   for (;;) {
     if (bytes.empty()) {
       ref.end = tail::more;
@@ -114,26 +142,23 @@ reference parse_reference(std::string_view bytes) {
     http::request_parser<http::string_body> p;
     p.body_limit(body_limit);
     p.header_limit(header_limit);
-    p.eager(true);
-    beast::error_code ec;
-    while (!p.is_done()) {
-      auto n = p.put(net::buffer(bytes.data(), bytes.size()), ec);
-      bytes.remove_prefix(n);
-      if (ec && ec != http::error::need_more) {
-        ref.end = ec == http::error::body_limit ? tail::too_large : tail::malformed;
-        return ref;
-      }
-      // No progress (need_more, or a parser that wants a bigger piece): the server reads on,
-      // and no more bytes come.
-      if (n == 0 || bytes.empty()) {
-        if (!p.is_done()) {
-          ref.end = tail::more;
-          return ref;
-        }
-      }
-      ec = {};
+    std::size_t head_bytes = 0;
+    if (!feed(
+            p, [&] { return p.is_header_done(); }, head_bytes)) {
+      return ref;
     }
     auto& req = p.get();
+    auto fields = static_cast<std::size_t>(std::distance(req.begin(), req.end()));
+    if (head_bytes > max_header_fields * min_field_bytes && fields > max_header_fields) {
+      ref.end = tail::head_too_large; // too many fields: 431 as well
+      return ref;
+    }
+    p.eager(true);
+    std::size_t body_bytes = 0;
+    if (!feed(
+            p, [&] { return p.is_done(); }, body_bytes)) {
+      return ref;
+    }
     ref.requests.push_back({std::string(req.method_string()), std::string(req.target()),
                             req.body().size(), req.method() == http::verb::head, req.version()});
     // A stream to an HTTP/1.0 client is delimited by closing the connection.
@@ -240,8 +265,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   case tail::too_large:
     FUZZ_CHECK(answered && status == 413);
     break;
+  case tail::head_too_large:
+    FUZZ_CHECK(answered && status == 431);
+    break;
   case tail::malformed:
-    // 400 (or 431 for a head over the limit); nothing when a response was under way.
+    // 400; nothing when a response was under way.
     FUZZ_CHECK(!answered || (status >= 400 && status < 500));
     break;
   case tail::closes:
