@@ -16,12 +16,14 @@ using namespace troupe;
 
 namespace {
 
-/// A private directory for this process, removed at exit.
+/// A private directory for this process, removed at exit: in memory (/dev/shm) where there is
+/// one, since a disk's file system costs more than the reader (4x fewer inputs a second).
 struct scratch_dir {
   std::string path;
   scratch_dir() {
-    char tmpl[] = "/tmp/troupe-state-fuzz-XXXXXX";
-    auto* p = ::mkdtemp(tmpl);
+    std::string tmpl = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    tmpl += "/troupe-state-fuzz-XXXXXX";
+    auto* p = ::mkdtemp(tmpl.data());
     FUZZ_CHECK(p != nullptr);
     path = p;
   }
