@@ -48,8 +48,6 @@ const worker_entry* fleet_snapshot::find(std::string_view id) const {
 
 model_service fleet_snapshot::service_of(std::string_view model) const {
   model_service out;
-  bool prefill = false;
-  bool decode = false;
   for (auto& w : workers) {
     if (!w->serves(model)) {
       continue;
@@ -60,14 +58,14 @@ model_service fleet_snapshot::service_of(std::string_view model) const {
       out.regular = true;
       break;
     case protocol::worker_type::prefill:
-      prefill = true;
+      out.prefill = true;
       break;
     case protocol::worker_type::decode:
-      decode = true;
+      out.decode = true;
       break;
     }
   }
-  out.pd = prefill && decode;
+  out.pd = out.prefill && out.decode;
   return out;
 }
 

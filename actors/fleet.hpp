@@ -51,6 +51,8 @@ struct model_service {
   bool known = false;   ///< Some worker serves it.
   bool regular = false; ///< Some regular worker serves it.
   bool pd = false;      ///< Some prefill and some decode worker serve it.
+  bool prefill = false; ///< Some prefill worker serves it.
+  bool decode = false;  ///< Some decode worker serves it.
 };
 
 /// An immutable view of the fleet, published by the registry on every change.

@@ -7,6 +7,7 @@
 #include "actors/request.hpp"
 
 #include "actors/errors.hpp"
+#include "actors/pd_only_refusal.hpp"
 #include "actors/request/request_hints.hpp"
 #include "actors/request/request_state.hpp"
 #include "actors/request/retry_policy.hpp"
@@ -165,12 +166,16 @@ void start(request_self self) {
     return fail_request(self, {protocol::error_code::model_not_found,
                                "the model '" + model + "' does not exist", "model"});
   }
-  // A model with regular workers is served by them; one with only prefill/decode pairs as its
+  // A model with regular workers is served by them; one with only prefill/decode workers as its
   // operation's row says: by a pair, by one prefill or decode worker, or (needing a regular
-  // worker) not at all.
+  // worker) not at all. What such a model cannot serve is refused here, saying why, rather than
+  // left to a selection that finds no regular worker and calls the model unknown.
   auto role = protocol::worker_type::regular;
   bool pair = false;
-  if (service.pd && !service.regular) {
+  if (service.known && !service.regular) {
+    if (auto err = pd_only_refusal(*st.op, model, service)) {
+      return fail_request(self, *err);
+    }
     switch (st.op->pd) {
     case protocol::pd_service::pair:
       pair = true;

@@ -375,12 +375,26 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
   return false;
 }
 
+/// Deeper nesting than any message or state file has (they nest five levels) is refused.
+constexpr std::size_t max_nesting = 32;
+
 /// Unpacks `bytes` into `oh` (msgpack-c reports malformed input by throwing: kept in here).
 /// Every element takes at least one byte, so no array, map or string can be longer than the
 /// input: a claimed length above that is refused before msgpack-c reserves room for it.
 bool unpack(std::string_view bytes, msgpack::object_handle& oh, std::string& why) {
+  // msgpack-c allocates a container's elements as soon as it reads the container's header:
+  // even bounded by the input's size, nested headers each claiming that many elements would
+  // make it ask for ~24 bytes times the input size per header. A first pass that allocates
+  // nothing checks that every element announced is there, so the unpack after it allocates at
+  // most a few dozen bytes per byte of input.
+  std::size_t off = 0;
+  msgpack::null_visitor check;
+  if (!msgpack::parse(bytes.data(), bytes.size(), off, check)) {
+    why = "not msgpack: truncated or malformed";
+    return false;
+  }
   auto n = bytes.size();
-  msgpack::unpack_limit limit{n, n, n, n, n, 32};
+  msgpack::unpack_limit limit{n, n, n, n, n, max_nesting};
   try {
     oh = msgpack::unpack(bytes.data(), bytes.size(), nullptr, nullptr, limit);
     return true;

@@ -27,6 +27,7 @@ constexpr auto error_table = std::to_array<error_info>({
     {ec::request_header_timeout, "request_header_timeout", 408, "timeout_error", "timeout_error"},
     {ec::client_closed, "client_closed", 499, "invalid_request_error", "invalid_request_error"},
     {ec::internal_error, "internal_error", 500, "server_error", "api_error"},
+    {ec::not_implemented, "not_implemented", 501, "invalid_request_error", "invalid_request_error"},
     {ec::bad_gateway, "bad_gateway", 502, "server_error", "api_error"},
     {ec::upstream_too_large, "upstream_too_large", 502, "server_error", "api_error"},
     {ec::no_worker_available, "no_worker_available", 503, "server_error", "overloaded_error"},

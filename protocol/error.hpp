@@ -23,11 +23,14 @@ enum class error_code {
   request_header_timeout, ///< The request head was not complete within its timeout (408).
   client_closed,          ///< The client went away before the response ended (logged, never sent).
   internal_error,         ///< A bug or an unexpected state in the gateway.
-  bad_gateway,            ///< The worker was unreachable, reset the connection or answered garbage.
-  upstream_too_large,     ///< The worker's response was larger than the gateway accepts.
-  no_worker_available,    ///< The model is known, but no healthy worker can take the request.
-  service_unavailable,    ///< The gateway is not ready (no healthy worker at all) or shutting down.
-  gateway_timeout,        ///< The request deadline passed.
+  /// The workers serving the model cannot serve the operation at all (embeddings on a model
+  /// only prefill/decode pairs serve): 501, as smg answers.
+  not_implemented,
+  bad_gateway,         ///< The worker was unreachable, reset the connection or answered garbage.
+  upstream_too_large,  ///< The worker's response was larger than the gateway accepts.
+  no_worker_available, ///< The model is known, but no healthy worker can take the request.
+  service_unavailable, ///< The gateway is not ready (no healthy worker at all) or shutting down.
+  gateway_timeout,     ///< The request deadline passed.
 };
 
 /// Static facts about one error code.

@@ -164,6 +164,7 @@ private:
       if (depth == 0) {
         std::string decoded;
         std::string_view key = unquote(key_start, escaped, decoded);
+        forget(key);
         auto value_start = p_;
         if (!value(depth, &key)) {
           return false;
@@ -497,6 +498,18 @@ private:
       return fail(error_code::bad_request, "'model' must be a string, got " + what(), "model");
     }
     return true;
+  }
+
+  // A repeated top-level key counts by its last occurrence, as in the parsers the body meets
+  // later (nlohmann's in the gateway, the engine's): what an earlier one set is dropped.
+  void forget(std::string_view key) {
+    if (key == "model") {
+      facts.model.reset();
+    } else if (key == "previous_response_id") {
+      facts.previous_response_id.reset();
+    } else if (key == "stream") {
+      facts.stream = false;
+    }
   }
 
   field_fact* note(std::string_view key, json_kind kind) {

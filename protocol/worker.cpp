@@ -87,7 +87,10 @@ std::optional<worker_spec> worker_spec_from_json(const nlohmann::json& body, std
   }
   worker_spec spec;
   bool has_url = false;
-  for (auto& [key, value] : body.items()) {
+  for (auto& item : body.items()) {
+    // Named references, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const auto& key = item.key();
+    const auto& value = item.value();
     auto want_string = [&](std::string& out) {
       if (!value.is_string()) {
         why = "'" + key + "' must be a string";

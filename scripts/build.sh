@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds Troupe into ./build (or $BUILD_DIR). Usage: scripts/build.sh [targets...]
+# SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer (TROUPE_SANITIZE; use a
+# build directory of its own: BUILD_DIR=build-asan, as scripts/test.sh does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
@@ -10,7 +12,12 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "${launcher[@]}" >/dev/null
+sanitize=-DTROUPE_SANITIZE=OFF
+if [[ "${SANITIZE:-0}" == 1 ]]; then
+  sanitize=-DTROUPE_SANITIZE=ON
+fi
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$sanitize" \
+  "${launcher[@]}" >/dev/null
 if (($#)); then
   cmake --build "$build_dir" -j"$jobs" --target "$@"
 else

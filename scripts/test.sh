@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine, builds everything and runs every test (unit, integration, e2e).
-# Usage: scripts/test.sh [extra ctest arguments]
+# Sets up a fresh machine, builds everything and runs every test: what CI runs (.ci/run).
+#  1. the whole suite (unit, integration, cluster, e2e) in ./build;
+#  2. the sanitizer build (ASan + UBSan, ./build-asan): every unit test and the short
+#     integration tests (CTest label `sanitize`); any sanitizer report fails its test;
+#  3. the libFuzzer harnesses (clang, ./build-fuzz), a few seconds each over their corpus.
+# Usage: scripts/test.sh [extra ctest arguments for step 1]
+#   SANITIZE_TESTS=0 skips step 2, FUZZ_TESTS=0 step 3 (for a quick local run; CI runs all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 if [[ -x scripts/install-e2e.sh ]]; then
   scripts/install-e2e.sh
 fi
+jobs=${TEST_JOBS:-2}
+
 scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j"${TEST_JOBS:-2}" "$@"
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"$jobs" "$@")
+
+if [[ "${SANITIZE_TESTS:-1}" == 1 ]]; then
+  SANITIZE=1 BUILD_DIR=build-asan scripts/build.sh troupe_test_programs
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L sanitize
+fi
+
+if [[ "${FUZZ_TESTS:-1}" == 1 ]]; then
+  scripts/fuzz.sh --build-only
+  ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz
+fi

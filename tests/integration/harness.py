@@ -4,6 +4,7 @@ Only the Python standard library is used. Binaries come from the environment (CT
 TROUPE_BIN and TROUPE_SIM_BIN) or from ./build/apps.
 """
 
+import atexit
 import http.client
 import json
 import os
@@ -191,8 +192,22 @@ def model_listed(gateway_url, model):
     return r.status == 200 and any(m["id"] == model for m in r.json()["data"])
 
 
+# What AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer print when they find
+# something (a sanitizer build, docs/fuzzing.md "Sanitizer build"); nothing else prints it.
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", ": runtime error: ",
+                   "SUMMARY: UndefinedBehaviorSanitizer")
+
+
+def sanitizer_report(output):
+    """The sanitizer's report in a process's output, or None."""
+    at = min((i for i in (output.find(m) for m in SANITIZER_MARKS) if i >= 0), default=-1)
+    return None if at < 0 else output[max(0, output.rfind("\n", 0, at)):][:6000]
+
+
 class Process:
     """A child process with its output in a log file, stopped on `stop()`."""
+
+    running = set()  # stopped at exit, should a failing test leave one behind
 
     def __init__(self, args, name):
         self.args = args
@@ -200,6 +215,7 @@ class Process:
         self.log = tempfile.NamedTemporaryFile(prefix=f"{name}-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+        Process.running.add(self)
 
     def start_on(self, port, args_for, name, ready_line, ready_also=None, attempts=3):
         """Starts `args_for(port)` and waits for its own log to say it listens on the port.
@@ -235,7 +251,9 @@ class Process:
             self.proc.wait(5)
 
     def stop(self, timeout=10):
-        """SIGTERM, then SIGKILL after `timeout`; returns the exit code."""
+        """SIGTERM, then SIGKILL after `timeout`; returns the exit code. Fails (AssertionError)
+        when the process's output holds a sanitizer report: every test of a sanitizer build
+        checks the processes it ran."""
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -243,7 +261,20 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        Process.running.discard(self)
+        report = sanitizer_report(self.output())
+        if report:
+            raise AssertionError(f"{self.name} ({' '.join(map(str, self.args))}):\n{report}")
         return self.proc.returncode
+
+
+@atexit.register
+def _stop_leftovers():
+    for p in list(Process.running):
+        try:
+            p.stop()
+        except AssertionError as e:
+            print(f"\n--- {e}")
 
 
 class Sim(Process):
@@ -354,8 +385,13 @@ class ProcessTestCase(unittest.TestCase):
     def tearDown(self):
         failed = any(err for _, err in getattr(self._outcome, "errors", []) if err) or \
             any(err for _, err in getattr(getattr(self._outcome, "result", None), "failures", []) or [])
+        reports = []
         for p in reversed(self._procs):
-            code = p.stop()
+            try:
+                code = p.stop()
+            except AssertionError as e:  # a sanitizer report: stop the others, then fail
+                reports.append(str(e))
+                code = p.proc.returncode
             if isinstance(p, Gateway) and code not in (0, None, -signal.SIGKILL):
                 print(f"\n--- {p.name} exited with {code}; log:\n{p.output()[-4000:]}")
             elif failed:
@@ -364,3 +400,5 @@ class ProcessTestCase(unittest.TestCase):
                 os.unlink(p.log.name)
             except OSError:
                 pass
+        if reports:
+            self.fail("sanitizer report:\n" + "\n".join(reports))

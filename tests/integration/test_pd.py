@@ -552,6 +552,61 @@ class PdWorkerDownTest(ProcessTestCase):
         self.assertEqual(decode.requests("POST"), [])
 
 
+class PdOnlyModelTest(ProcessTestCase):
+    """A model that only prefill/decode workers serve, asked for what a pair cannot serve, or
+    served by half a pair: a clear answer in the route's format, never "does not exist"."""
+
+    def test_embeddings_of_a_pd_only_model_are_501_not_unknown(self):
+        prefill = StubWorker(role="prefill", model=MODEL)
+        decode = StubWorker(role="decode", model=MODEL)
+        self.addCleanup(lambda: [s.stop() for s in (prefill, decode)])
+        gw = self.gateway(*pd_flags([(prefill.url, BOOTSTRAP_PORT)], [decode.url]))
+        wait_routable(gw, MODEL)  # /v1/models lists it
+        for body, param, who in (({"model": MODEL, "input": "hello"}, "model",
+                                  f"the model '{MODEL}'"),
+                                 ({"input": "hello"}, None, "the fleet")):
+            r = post(gw.url + "/v1/embeddings", body)
+            self.assertEqual(r.status, 501, r)
+            err = r.json()["error"]
+            self.assertEqual(err["code"], "not_implemented")
+            self.assertEqual(err["type"], "invalid_request_error")
+            self.assertEqual(err["param"], param)
+            self.assertEqual(err["message"],
+                             f"{who} is served by prefill/decode workers only, which cannot "
+                             "serve POST /v1/embeddings (it needs a regular worker)")
+        # Nothing reached a worker, and the pair goes on serving what it can.
+        self.assertEqual([r for s in (prefill, decode) for r in s.requests("POST")], [])
+        r = post(gw.url + "/v1/chat/completions", bodies(MODEL)["/v1/chat/completions"])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["role"], "decode")
+        wait_until(lambda: all(v == 0 for v in gw.loads().values()), 3, what="loads 0")
+
+    def test_half_a_pair_says_which_half_is_missing(self):
+        # Another model keeps the gateway ready; this one has a decode worker only.
+        regular = StubWorker(model="other-model")
+        decode = StubWorker(role="decode", model=MODEL)
+        self.addCleanup(lambda: [s.stop() for s in (regular, decode)])
+        gw = self.gateway(*pd_flags([], [decode.url]), "--worker-urls", regular.url)
+        wait_until(lambda: len(gw.workers()) == 2 and all(w["routable"] for w in gw.workers()),
+                   10, what="both workers healthy")
+        r = post(gw.url + "/v1/chat/completions", bodies(MODEL)["/v1/chat/completions"])
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(r.json()["error"]["code"], "no_worker_available")
+        self.assertEqual(r.json()["error"]["message"],
+                         f"the model '{MODEL}' has decode workers but no prefill worker: POST "
+                         "/v1/chat/completions needs a prefill and a decode worker (or a regular "
+                         "one)")
+        r = post(gw.url + "/v1/messages", bodies(MODEL)["/v1/messages"])
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(r.json()["type"], "error")  # Anthropic's format on its route
+        self.assertEqual(r.json()["error"]["type"], "overloaded_error")
+        self.assertIn("has decode workers but no prefill worker", r.json()["error"]["message"])
+        self.assertEqual(decode.requests("POST"), [])
+        # The other model is served meanwhile.
+        r = post(gw.url + "/v1/chat/completions", bodies("other-model")["/v1/chat/completions"])
+        self.assertEqual(r.status, 200, r)
+
+
 class PdNoBootstrapPortTest(StubPair, unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -312,7 +312,8 @@ TEST_CASE("what a message claims is bounded by its size") {
     pk.pack_array(0xffffffffu); // and nothing after it
     CHECK(buf.size() < 64);
     CHECK_FALSE(decode_message(bytes(buf), why));
-    CHECK(why.find("array size overflow") != std::string::npos); // refused before reserving
+    // Refused before reserving: the first pass, which allocates nothing, finds it cut short.
+    CHECK(why == "not msgpack: truncated or malformed");
   }
   SECTION("nesting deeper than any real message") {
     msgpack::sbuffer buf;
@@ -415,4 +416,39 @@ TEST_CASE("the registry digest does not depend on record order and sees every ve
   auto a4 = a;
   a4.origin = "node-z";
   CHECK(record_hash(a4) != record_hash(a));
+}
+
+TEST_CASE("a container announcing more elements than the bytes hold is refused unallocated") {
+  // Found by tests/fuzz/cluster_wire_fuzz: msgpack-c allocates a container's elements when it
+  // reads the header, so five bytes (an array of 2^32-1) asked for 96 GB, and nested headers of a
+  // million elements each asked for 24 MB per five bytes. Now a first pass refuses them.
+  std::string nested;
+  for (int i = 0; i < 1000; ++i) {
+    nested += std::string("\xdd\x00\x10\x00\x00", 5); // an array of 2^20 elements, ...
+  }
+  // The fuzzer's state file: a valid envelope whose `inc` field is an array of 0xdda47365.
+  const std::string found("\x87\xa1\x76\x21\xa6\x63\x6f\x6d\x70\x61\x74\x01\xa4\x46\x72\x6f"
+                          "\x72\xac\x6e\x6f\x64\x65\x2d\x61\x3a\x33\x30\x30\x30\x30\xa3\x69"
+                          "\x6e\x63\xdd\xa4\x73\x65\xcf\x6e\x00\x74\x00\x01\x8b\x64\xa3\x62"
+                          "\xe7\xa4\x6b\x69\x6e\x64\xa3\x62\x79\x65\xa4\x62\x6f\x64\x79\x80",
+                          64);
+  for (const auto& bytes : {std::string("\xdd\xff\xff\xff\xff", 5),
+                            std::string("\xdf\xff\xff\xff\xff", 5), nested, found}) {
+    std::string why;
+    CHECK_FALSE(decode_message(bytes, why));
+    CHECK(why == "not msgpack: truncated or malformed");
+    why.clear();
+    CHECK_FALSE(decode_registry_file(bytes, why));
+    CHECK(why == "not msgpack: truncated or malformed");
+  }
+}
+
+TEST_CASE("nesting deeper than any message has is refused") {
+  std::string deep(100, '\x91'); // an array holding an array holding ...
+  deep += '\xc0';
+  std::string why;
+  CHECK_FALSE(decode_message(deep, why));
+  CHECK(why.find("not msgpack") == 0);
+  auto m = envelope(cluster_bye{});
+  CHECK(decode_message(encode(m), why)); // real messages nest a few levels
 }

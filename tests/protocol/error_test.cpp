@@ -47,6 +47,7 @@ TEST_CASE("client errors map to 4xx, server errors to 5xx") {
   CHECK(http_status(error_code::queue_timeout) == 408);
   CHECK(http_status(error_code::header_too_large) == 431);
   CHECK(http_status(error_code::request_header_timeout) == 408);
+  CHECK(http_status(error_code::not_implemented) == 501);
   CHECK(http_status(error_code::bad_gateway) == 502);
   CHECK(http_status(error_code::no_worker_available) == 503);
   CHECK(http_status(error_code::gateway_timeout) == 504);

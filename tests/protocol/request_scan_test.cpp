@@ -125,3 +125,21 @@ TEST_CASE("watched fields report where their raw value lies in the body") {
   CHECK(raw(1) == "12");
   CHECK(r.facts.fields[2].length == 0);
 }
+
+TEST_CASE("a repeated top-level key counts by its last occurrence, as in every later parser") {
+  // Found against the reference of tests/fuzz/request_scan_diff_fuzz: the routing facts kept an
+  // earlier string when a later occurrence was null or not a string, so the gateway routed by a
+  // model the worker's parser never saw.
+  CHECK_FALSE(scan_request(R"({"model":"a","model":null})").facts.model);
+  CHECK(scan_request(R"({"model":"a","model":"b"})").facts.model == "b");
+  CHECK_FALSE(scan_request(R"({"previous_response_id":"x","previous_response_id":5})")
+                  .facts.previous_response_id);
+  CHECK_FALSE(scan_request(R"({"stream":true,"stream":false})").facts.stream);
+  CHECK(scan_request(R"({"stream":false,"stream":true})").facts.stream);
+  const std::string_view watched[] = {"messages"};
+  std::string body = R"({"messages":[1],"messages":"x"})";
+  auto r = scan_request(body, watched);
+  REQUIRE_FALSE(r.error);
+  CHECK(r.facts.fields[0].kind == json_kind::string);
+  CHECK(body.substr(r.facts.fields[0].offset, r.facts.fields[0].length) == R"("x")");
+}
