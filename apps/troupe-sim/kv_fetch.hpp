@@ -22,12 +22,12 @@ namespace net = transport::net;
 
 /// Which blocks a vLLM decode worker reads from which prefill worker.
 struct kv_source {
-  std::string host;                        ///< The prefill's KV side channel.
-  std::uint16_t port = 0;                  ///< Its port.
-  std::string engine_id;                   ///< The prefill engine named by the params.
-  std::vector<std::uint64_t> block_ids;    ///< NIXL: the blocks named.
-  std::optional<std::string> transfer_id;  ///< Mooncake: the transfer named instead.
-  std::vector<std::uint64_t> block_keys;   ///< The reader's prompt, block by block.
+  std::string host;                       ///< The prefill's KV side channel.
+  std::uint16_t port = 0;                 ///< Its port.
+  std::string engine_id;                  ///< The prefill engine named by the params.
+  std::vector<std::uint64_t> block_ids;   ///< NIXL: the blocks named.
+  std::optional<std::string> transfer_id; ///< Mooncake: the transfer named instead.
+  std::vector<std::uint64_t> block_keys;  ///< The reader's prompt, block by block.
 };
 
 /// How a read ended.

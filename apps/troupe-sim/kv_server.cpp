@@ -58,8 +58,7 @@ void kv_server::handle(transport::request&& req, std::shared_ptr<transport::repl
   }
   auto body = nlohmann::json::parse(req.body(), nullptr, false);
   auto keys = body.is_object() ? id_list(body, "block_keys") : std::nullopt;
-  if (!body.is_object() || !body.contains("engine_id") || !body["engine_id"].is_string() ||
-      !keys) {
+  if (!body.is_object() || !body.contains("engine_id") || !body["engine_id"].is_string() || !keys) {
     return reply->respond(
         json_response(400, {{"error", "a read needs 'engine_id' and 'block_keys'"}}));
   }

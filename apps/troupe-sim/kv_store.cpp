@@ -50,8 +50,8 @@ kv_read_result kv_store::read(const std::string& engine_id, const std::vector<st
                               const std::vector<std::uint64_t>& keys) {
   if (engine_id != engine_id_) {
     ++counters_.refused_reads;
-    return refuse(409, "engine '" + engine_id + "' is not this prefill worker's ('" + engine_id_ +
-                           "')");
+    return refuse(409,
+                  "engine '" + engine_id + "' is not this prefill worker's ('" + engine_id_ + "')");
   }
   for (std::size_t i = 0; i < ids.size(); ++i) {
     auto it = blocks_.find(ids[i]);
@@ -72,14 +72,13 @@ kv_read_result kv_store::read(const std::string& engine_id, const std::vector<st
   return {200, ids.size(), {}};
 }
 
-kv_read_result kv_store::read_transfer(const std::string& engine_id,
-                                       const std::string& transfer_id,
+kv_read_result kv_store::read_transfer(const std::string& engine_id, const std::string& transfer_id,
                                        const std::vector<std::uint64_t>& keys) {
   auto it = transfers_.find(transfer_id);
   if (engine_id != engine_id_) {
     ++counters_.refused_reads;
-    return refuse(409, "engine '" + engine_id + "' is not this prefill worker's ('" + engine_id_ +
-                           "')");
+    return refuse(409,
+                  "engine '" + engine_id + "' is not this prefill worker's ('" + engine_id_ + "')");
   }
   if (it == transfers_.end()) {
     ++counters_.refused_reads;

@@ -17,17 +17,17 @@ namespace net = transport::net;
 
 /// Counters of the KV blocks a vLLM prefill worker pinned for its decode peers.
 struct kv_store_counters {
-  std::uint64_t pins = 0;          ///< Prefills that pinned blocks.
-  std::uint64_t sent_blocks = 0;   ///< Blocks read by a decode worker (then freed).
+  std::uint64_t pins = 0;           ///< Prefills that pinned blocks.
+  std::uint64_t sent_blocks = 0;    ///< Blocks read by a decode worker (then freed).
   std::uint64_t expired_blocks = 0; ///< Blocks freed unread after `kv_hold_timeout_ms`.
-  std::uint64_t refused_reads = 0; ///< Reads refused (unknown blocks, wrong engine or prompt).
+  std::uint64_t refused_reads = 0;  ///< Reads refused (unknown blocks, wrong engine or prompt).
 };
 
 /// How a read ended.
 struct kv_read_result {
-  unsigned status = 200;    ///< 200, or 404 (not pinned), 409 (another engine), 422 (another prompt).
-  std::size_t blocks = 0;   ///< Blocks read.
-  std::string detail;       ///< Why not, for the decode's error message.
+  unsigned status = 200;  ///< 200, or 404 (not pinned), 409 (another engine), 422 (another prompt).
+  std::size_t blocks = 0; ///< Blocks read.
+  std::string detail;     ///< Why not, for the decode's error message.
 };
 
 /// The KV blocks a vLLM prefill worker holds for decode workers, as its KV connector does: the
@@ -72,8 +72,8 @@ public:
 
 private:
   struct block {
-    std::uint64_t key = 0;   ///< Chained key of its prompt up to this block.
-    std::uint64_t pin = 0;   ///< The pin holding it.
+    std::uint64_t key = 0; ///< Chained key of its prompt up to this block.
+    std::uint64_t pin = 0; ///< The pin holding it.
   };
   struct pin_entry {
     std::vector<std::uint64_t> ids;
