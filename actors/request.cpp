@@ -63,6 +63,7 @@ selection selection_for(const request_state& st, protocol::worker_type role,
   sel.role = role;
   sel.exclude = st.tried;
   sel.routing_key = routing_key(st.in->req);
+  sel.target = target_worker(st.in->req);
   sel.prompt = st.prompt;
   sel.provider = st.op->provider;
   sel.prefer = prefer;

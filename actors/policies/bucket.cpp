@@ -98,7 +98,7 @@ private:
     std::vector<std::size_t> upper;   ///< Largest length of each member's range.
     std::deque<sample> window;        ///< Requests of the last interval, oldest first.
     std::unordered_map<std::string, std::size_t> bytes; ///< Prompt bytes per worker, in it.
-    std::size_t share = 0;            ///< Bytes per worker when the ranges were last fitted.
+    std::size_t share = 0; ///< Bytes per worker when the ranges were last fitted.
     clock_type::time_point last_adjust;
     bool stale = true;
   };
@@ -194,9 +194,9 @@ private:
       hi = bytes(i) > bytes(hi) ? i : hi;
     }
     const auto diff = bytes(hi) - bytes(lo);
-    const bool imbalanced =
-        diff > cfg_.balance_abs_threshold &&
-        static_cast<double>(bytes(hi)) > cfg_.balance_rel_threshold * static_cast<double>(bytes(lo));
+    const bool imbalanced = diff > cfg_.balance_abs_threshold &&
+                            static_cast<double>(bytes(hi)) >
+                                cfg_.balance_rel_threshold * static_cast<double>(bytes(lo));
     return imbalanced ? lo : cands.size();
   }
 
@@ -231,7 +231,7 @@ private:
 
   policy_config cfg_;
   clock_fn now_;
-  std::vector<worker_entry_ptr> workers_; ///< Of the policy's role, registration order.
+  std::vector<worker_entry_ptr> workers_;         ///< Of the policy's role, registration order.
   std::unordered_map<std::string, state> states_; ///< By model.
   std::string joined_;
   std::uint64_t by_range_ = 0;

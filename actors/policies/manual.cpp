@@ -160,8 +160,8 @@ private:
   }
 
   /// The candidate with the smallest `value`, uniformly at random among ties.
-  template <class Value> std::size_t min_by(const std::vector<const worker_entry*>& cands,
-                                            Value value) {
+  template <class Value>
+  std::size_t min_by(const std::vector<const worker_entry*>& cands, Value value) {
     std::size_t best = 0;
     auto best_value = value(*cands[0]);
     std::uint64_t tied = 1;

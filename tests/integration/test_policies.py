@@ -237,6 +237,26 @@ class SmgPoliciesTest(ProcessTestCase):
         completions(gw, prompt="short")
         self.assertEqual(policy_summary(gw)["strategy"], "bucket")
 
+    def test_the_target_worker_header_picks_the_worker(self):
+        sims, gw = self.fleet("--policy", "round_robin")
+        ids = [w["id"] for w in gw.workers()]
+        urls = [w["url"] for w in gw.workers()]
+        body = {"model": MODEL, "prompt": "hi", "max_tokens": 1}
+        for target, idx in ((ids[1], 1), (urls[2], 2), ("0", 0)):
+            for _ in range(3):
+                r = post(gw.url + "/v1/completions", body,
+                         headers={"x-smg-target-worker": target})
+                self.assertEqual(r.status, 200, r)
+            got = [len([q for q in s.requests() if q["path"] == "/v1/completions"])
+                   for s in sims]
+            self.assertEqual(got[idx], 3, (target, got))
+            for s in sims:
+                s.clear()
+        r = post(gw.url + "/v1/completions", body, headers={"x-smg-target-worker": "w-nobody"})
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("names no regular worker", r.json()["error"]["message"])
+        self.assertEqual(policy_summary(gw)["targeted"], 9)
+
     def test_bucket_is_refused_as_the_decode_policy(self):
         pd = ["--pd-disaggregation", "--prefill", "http://127.0.0.1:1",
               "--decode", "http://127.0.0.1:2"]
