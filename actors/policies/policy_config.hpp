@@ -12,6 +12,12 @@ namespace troupe::actors {
 /// behaviour: docs/policies.md). Defaults are smg's.
 struct policy_config {
   // -- cache_aware --
+  /// `score` (Troupe's: prefill saved against the queue, docs/policies.md) or `smg` (smg's
+  /// thresholds: follow the longest match until the load is imbalanced).
+  std::string cache_aware_mode = "score";
+  /// `score` mode: a request in flight weighs this many mean prompts against the bytes a
+  /// worker already holds.
+  double cache_aware_load_weight = 0.25;
   /// Smallest share of a prompt a worker must already hold for the request to follow it.
   double cache_threshold = 0.3;
   /// Load is imbalanced when the busiest worker has more than this many requests in flight

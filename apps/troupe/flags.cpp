@@ -123,6 +123,14 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   bool disable_retries = false;
   app.add_flag("--disable-retries", disable_retries, "Never try another worker after a failure");
   auto& tuning = cfg.policy_tuning;
+  app.add_option("--cache-aware-mode", tuning.cache_aware_mode,
+                 "cache_aware: score (the prefill a worker saves weighed against its queue) or "
+                 "smg (smg's thresholds: the longest match until the load is imbalanced)")
+      ->check(CLI::IsMember({"score", "smg"}));
+  app.add_option("--cache-aware-load-weight", tuning.cache_aware_load_weight,
+                 "cache_aware score mode: a request in flight weighs this many mean prompts "
+                 "against the prefix a worker holds")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--cache-threshold,--cache-match-threshold", tuning.cache_threshold,
                  "cache_aware: share of the prompt a worker must hold for the request to follow it")
       ->check(CLI::Range(0.0, 1.0));
