@@ -77,6 +77,16 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->expected(1, 2)
       ->allow_extra_args(false);
   app.add_option("--decode", cfg.decode_urls, "Decode worker URL (repeatable)")->expected(1);
+  app.add_option("--pd-runtime", cfg.pd_runtime,
+                 "Engine of the --prefill/--decode workers: sglang (dual dispatch) or vllm "
+                 "(prefill, then decode with its kv_transfer_params); default: what each "
+                 "worker reports (/v1/models owned_by), else sglang")
+      ->check(CLI::IsMember({"sglang", "vllm"}));
+  app.add_option("--pd-kv-connector", cfg.pd_kv_connector,
+                 "vLLM: KV connector of the --prefill workers: NixlConnector (default), "
+                 "MooncakeConnector or passthrough")
+      ->check(
+          CLI::IsMember({"NixlConnector", "nixl", "MooncakeConnector", "mooncake", "passthrough"}));
   app.add_option("--backend", cfg.backend,
                  "What --worker-urls run: sglang or vllm (self-hosted), openai or anthropic "
                  "(external providers using --openai-api-key / --anthropic-api-key)")
