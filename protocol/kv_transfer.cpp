@@ -4,7 +4,6 @@
 
 namespace troupe::protocol {
 
-
 bool vllm_serves_in_sequence(operation op) noexcept {
   return op == operation::chat_completions || op == operation::completions ||
          op == operation::messages || op == operation::responses_create;

@@ -108,6 +108,7 @@ void pd_path::on_leg_end(request_self self, worker_type role,
     return;
   }
   s.running = false;
+  bool stopped = false; // cancelled as we (or the client) asked: neither failed nor done
   if (!outcome) {
     s.failure = leg_error(role, to_api_error(outcome.error()));
   } else {
@@ -121,6 +122,8 @@ void pd_path::on_leg_end(request_self self, worker_type role,
     } else if (r.status == exchange_status::cancelled) {
       if (!s.cancel_sent && !st.cancelled) {
         s.failure = leg_error(role, exchange_error(r, st.svc->cfg.request_timeout));
+      } else {
+        stopped = true;
       }
     } else if (r.status != exchange_status::ok) {
       s.failure = leg_error(role, exchange_error(r, st.svc->cfg.request_timeout));
@@ -145,7 +148,7 @@ void pd_path::on_leg_end(request_self self, worker_type role,
       other.cancel_sent = true;
       self->send(other.leg, cancel_atom_v);
     }
-  } else {
+  } else if (!stopped) {
     if (auto& m = st.svc->metrics) {
       auto took = std::chrono::steady_clock::now() - s.sent;
       if (role == worker_type::prefill) {

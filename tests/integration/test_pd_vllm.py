@@ -83,7 +83,7 @@ class VllmPair(ProcessTestCase):
 
     def metric(self, name, **labels):
         """The sum of the samples of `name` whose labels include `labels`."""
-        text = get(f"http://127.0.0.1:{self.gw.metrics_port}/metrics").text()
+        text = get(f"http://127.0.0.1:{self.gw.metrics_port}/metrics").text
         total = 0.0
         for line in text.splitlines():
             if line.startswith(name + "{") and all(f'{k}="{v}"' in line

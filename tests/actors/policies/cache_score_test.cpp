@@ -72,8 +72,8 @@ TEST_CASE("cache aware (score): a conversation stays with its worker under a sma
   auto cands = f.all();
   std::map<int, std::string> home;
   for (int u = 0; u < 8; ++u) {
-    auto turn1 = "[{\"role\":\"user\",\"content\":\"doc " + std::to_string(u) +
-                 std::string(3000, 'a' + u);
+    auto turn1 =
+        "[{\"role\":\"user\",\"content\":\"doc " + std::to_string(u) + std::string(3000, 'a' + u);
     home[u] = cands[s->pick(cands, prompt(turn1))]->id;
   }
   // Loads 2..5 in flight: at most 3 ahead of the idlest.
