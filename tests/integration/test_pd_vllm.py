@@ -228,6 +228,19 @@ class SequentialFailureTest(VllmPair):
         self.assertEqual(self.legs("/v1/chat/completions")[1], [])
         self.assert_settled()
 
+    def test_a_stalled_decode_ends_at_the_request_deadline_not_a_fresh_one(self):
+        # The prefill takes ~1 s, the decode never answers: the client gets its 504 at the
+        # request's deadline (3 s after it came), not the decode leg's own 3 s later.
+        self.prefill.configure(stall_ms=1000)
+        self.decode.configure(stall_ms=60000)
+        r, took = self.timed("/v1/responses", {"model": MODEL, "input": prompt()})
+        self.assertEqual(r.status, 504, r)
+        self.assertIn("decode", r.json()["error"]["message"])
+        self.assertGreater(took, TIMEOUT_SECS - 0.5)
+        self.assertLess(took, TIMEOUT_SECS + 1.5)
+        self.assertEqual([len(x) for x in self.legs("/v1/responses")], [1, 1])
+        self.assert_settled()
+
     def test_a_decode_failure_after_the_prefill_is_answered_in_the_route_format(self):
         self.decode.configure(fail_status=503)
         r = post(self.gw.url + "/v1/messages", {"model": MODEL, "max_tokens": 3,
