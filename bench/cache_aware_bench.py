@@ -4,8 +4,9 @@
 Four troupe-sim workers (`--load-slowdown 0.15`: every latency x 1 + 0.15 x (requests in flight
 - 1); `--ttft-base-ms 2`, 20 us of prefill per uncached prompt token, so a miss of a
 ~1,500-word prompt costs ~100 ms and a hit under 10 ms), one troupe in front, and a closed loop
-of 32 client threads sending streamed chats. Each user is a conversation of 3 turns (turn n+1 repeats turns
-1..n and the answers), sent one after the other; 32 users are in progress at any time.
+of 32 client threads sending streamed chats. Each user is a conversation of 3 turns (turn n+1
+repeats turns 1..n and the answers), sent one after the other; 32 users are in progress at any
+time.
 Workloads:
 
   popular   one system prompt of ~1,500 words shared by every user (the hot-spot case:
