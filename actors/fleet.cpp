@@ -12,6 +12,30 @@ bool worker_entry::serves(std::string_view model) const {
                        : std::find(models.begin(), models.end(), model) != models.end();
 }
 
+protocol::engine_runtime runtime_of(const worker_entry& w) {
+  if (w.spec.runtime) {
+    return *w.spec.runtime;
+  }
+  auto r = w.live ? w.live->report.load() : nullptr;
+  return r && r->runtime ? *r->runtime : protocol::engine_runtime::sglang;
+}
+
+protocol::kv_connector connector_of(const worker_entry& w) {
+  if (w.spec.connector != protocol::kv_connector::unset) {
+    return w.spec.connector;
+  }
+  auto r = w.live ? w.live->report.load() : nullptr;
+  return r ? r->connector : protocol::kv_connector::unset;
+}
+
+std::string kv_engine_id_of(const worker_entry& w) {
+  if (!w.spec.kv_engine_id.empty()) {
+    return w.spec.kv_engine_id;
+  }
+  auto r = w.live ? w.live->report.load() : nullptr;
+  return r ? r->kv_engine_id : std::string{};
+}
+
 nlohmann::json to_json(const worker_entry& w) {
   auto registered =
       std::chrono::duration_cast<std::chrono::seconds>(w.registered_at.time_since_epoch()).count();
@@ -27,6 +51,16 @@ nlohmann::json to_json(const worker_entry& w) {
                        ? nlohmann::json()
                        : nlohmann::json(protocol::to_string(w.spec.provider))},
       {"api_key_set", !w.spec.api_key.empty()},
+      // The engine and (vLLM) KV config in effect, and whether the registration gave them.
+      {"runtime", protocol::to_string(runtime_of(w))},
+      {"runtime_source", w.spec.runtime                                            ? "registered"
+                         : w.live->report.load() && w.live->report.load()->runtime ? "reported"
+                                                                                   : "default"},
+      {"kv_connector", connector_of(w) == protocol::kv_connector::unset
+                           ? nlohmann::json()
+                           : nlohmann::json(protocol::to_string(connector_of(w)))},
+      {"kv_engine_id",
+       kv_engine_id_of(w).empty() ? nlohmann::json() : nlohmann::json(kv_engine_id_of(w))},
       {"health", to_string(w.live->health.load())},
       {"circuit_breaker", to_string(w.live->breaker.load())},
       {"routable", !w.models.empty() && w.live->routable()},

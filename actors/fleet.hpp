@@ -42,6 +42,15 @@ struct worker_entry {
 
 using worker_entry_ptr = std::shared_ptr<const worker_entry>;
 
+/// The engine `w` runs: as registered, else as it reported, else SGLang.
+protocol::engine_runtime runtime_of(const worker_entry& w);
+
+/// `w`'s KV connector: as registered, else as it reported (`unset` when neither says).
+protocol::kv_connector connector_of(const worker_entry& w);
+
+/// `w`'s KV engine id: as registered, else as it reported (empty when neither says).
+std::string kv_engine_id_of(const worker_entry& w);
+
 /// The public view of a worker (`GET /workers`): everything but its api key.
 nlohmann::json to_json(const worker_entry& w);
 

@@ -33,6 +33,11 @@ struct gateway_config {
   bool pd_disaggregation = false;
   std::vector<prefill_flag> prefill_urls;
   std::vector<std::string> decode_urls;
+  /// The engine of the `--prefill`/`--decode` workers (`--pd-runtime`): `sglang`, `vllm`, or
+  /// empty for what each worker says of itself (docs/pd.md).
+  std::string pd_runtime;
+  /// vLLM: the KV connector of the `--prefill` workers (`--pd-kv-connector`), empty: unset.
+  std::string pd_kv_connector;
   /// What `worker_urls` run: `sglang` or `vllm` (self-hosted), or `openai` / `anthropic`
   /// (external providers, with `openai_api_key` / `anthropic_api_key`), as smg's `--backend`.
   std::string backend = "sglang";

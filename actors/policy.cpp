@@ -19,6 +19,8 @@ struct policy_state {
   std::unique_ptr<strategy> strat;
   fleet_ptr fleet = std::make_shared<const fleet_snapshot>();
   std::uint64_t picks = 0;
+  std::uint64_t targeted = 0;                  ///< Picks an X-SMG-Target-Worker header made.
+  std::uint64_t refused = 0;                   ///< Selections that found no worker they may use.
   std::vector<const worker_entry*> candidates; ///< Scratch, reused across selections.
   std::vector<std::size_t> positions;          ///< Fleet index of each candidate.
 };
@@ -56,6 +58,8 @@ std::string provider_names(provider_set present) {
   }
   return out;
 }
+
+caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel);
 
 caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
   auto& st = self->state;
@@ -114,6 +118,9 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
                           "no healthy " + std::string(protocol::to_string(sel.role)) +
                               " worker is available for " + what);
   }
+  if (!sel.target.empty()) {
+    return select_target(self, sel);
+  }
   std::size_t k = cands.size();
   if (!sel.prefer.empty()) {
     for (std::size_t i = 0; i < cands.size(); ++i) {
@@ -125,16 +132,72 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
   }
   if (k == cands.size()) {
     k = st.strat->pick(cands, sel);
+    if (k >= cands.size()) {
+      ++st.refused;
+      return make_caf_error(protocol::error_code::no_worker_available, st.strat->refusal());
+    }
   }
   ++st.picks;
   return workers[st.positions[k]];
+}
+
+/// The worker `sel.target` names, when it may take the request (a candidate of this pick).
+caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel) {
+  auto& st = self->state;
+  auto& workers = st.fleet->workers;
+  const auto& t = sel.target;
+  std::size_t index = workers.size();
+  if (!t.empty() && t.size() <= 9 &&
+      std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    // smg's form: an index among the workers serving the model.
+    std::size_t n = std::stoul(t);
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      if (workers[i]->spec.type == sel.role && workers[i]->serves(sel.model) && n-- == 0) {
+        index = i;
+        break;
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      if (workers[i]->id == t || workers[i]->spec.url == t) {
+        index = i;
+        break;
+      }
+    }
+    if (index < workers.size() && workers[index]->spec.type != sel.role) {
+      // The other half of a prefill/decode pair is targeted: this half picks as usual.
+      auto rest = sel;
+      rest.target.clear();
+      return select(self, rest);
+    }
+  }
+  auto model = sel.model.empty() ? std::string{} : " serving model '" + sel.model + "'";
+  if (index == workers.size() || !workers[index]->serves(sel.model)) {
+    ++st.refused;
+    return make_caf_error(protocol::error_code::bad_request,
+                          "X-SMG-Target-Worker '" + t + "' names no " +
+                              std::string(protocol::to_string(sel.role)) + " worker" + model);
+  }
+  auto it = std::find(st.positions.begin(), st.positions.end(), index);
+  if (it == st.positions.end()) {
+    ++st.refused;
+    return make_caf_error(protocol::error_code::no_worker_available,
+                          "the target worker " + workers[index]->id + " (X-SMG-Target-Worker '" +
+                              t + "') cannot take the request now (" +
+                              (workers[index]->live->routable() ? "it failed this request already"
+                                                                : "unhealthy or its circuit open") +
+                              ")");
+  }
+  ++st.picks;
+  ++st.targeted;
+  return workers[index];
 }
 
 policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
                                    protocol::worker_type role, policy_config cfg) {
   auto& st = self->state;
   st.role = role;
-  st.strat = make_strategy(strategy_name, cfg);
+  st.strat = make_strategy(strategy_name, cfg, [self] { return self->clock().now(); });
   return {
       [self](select_atom, const selection& sel) { return select(self, sel); },
       [self](publish_atom, fleet_ptr& fleet) {
@@ -151,6 +214,8 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
                          {"strategy", st.strat->name()},
                          {"role", protocol::to_string(st.role)},
                          {"picks", st.picks},
+                         {"targeted", st.targeted},
+                         {"refused", st.refused},
                          {"fleet_version", st.fleet->version},
                          {"mailbox_size", self->mailbox().size()}};
         // The listing (/admin/actors) shows scalar fields only: the strategy's state is
@@ -183,7 +248,8 @@ policy_actor make_policy(caf::actor_system& sys, const std::string& strategy_nam
 }
 
 std::vector<std::string> strategy_names() {
-  return {"round_robin", "random", "power_of_two", "cache_aware", "consistent_hash"};
+  return {"round_robin", "random",      "power_of_two", "cache_aware", "consistent_hash",
+          "least_load",  "prefix_hash", "manual",       "bucket"};
 }
 
 std::vector<std::string> accepted_strategy_names() {

@@ -64,6 +64,7 @@ selection selection_for(const request_state& st, protocol::worker_type role,
   sel.role = role;
   sel.exclude = st.tried;
   sel.routing_key = routing_key(st.in->req);
+  sel.target = target_worker(st.in->req);
   sel.prompt = st.prompt;
   sel.provider = st.op->provider;
   sel.prefer = prefer;
@@ -140,6 +141,12 @@ void select_workers(request_self self) {
 void answer(request_self self, const protocol::api_error& err, bool worker_answer) {
   auto& st = self->state;
   auto status = st.path->fail(self, err, worker_answer);
+  if (!status) {
+    // The attempt never reached the client's response (a pair refused before its legs ran):
+    // the request actor answers.
+    st.in->reply->respond(
+        make_error_response(err, st.op->format, st.in->request_id, st.in->req.version()));
+  }
   st.status = status.value_or(protocol::http_status(err.code));
   if (!worker_answer) {
     st.error = err.code; // the gateway's own error (a relayed worker error is the worker's)

@@ -1,7 +1,12 @@
 #pragma once
 
+#include "protocol/worker.hpp"
+
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace troupe::actors {
@@ -23,6 +28,16 @@ enum class breaker_state : std::uint8_t {
 std::string_view to_string(health_state s) noexcept;
 std::string_view to_string(breaker_state s) noexcept;
 
+/// What a worker said about itself when its proxy discovered it: the engine it runs
+/// (`/v1/models` `owned_by`: `vllm` or `sglang`) and, for vLLM, its KV connector and engine id
+/// (`/get_server_info` `kv_transfer_config`, where the engine shows it). Used where the
+/// registration left them unset.
+struct worker_report {
+  std::optional<protocol::engine_runtime> runtime;
+  protocol::kv_connector connector = protocol::kv_connector::unset;
+  std::string kv_engine_id;
+};
+
 /// The live state of one worker. Its proxy writes it; policies, endpoints and the cluster
 /// read it without asking (atomics: the hot path takes no message and no lock for it).
 struct worker_live {
@@ -34,6 +49,8 @@ struct worker_live {
   std::atomic<breaker_state> breaker{breaker_state::closed};
   std::atomic<std::uint64_t> requests{0}; ///< Requests dispatched, ever.
   std::atomic<std::uint64_t> failures{0}; ///< Requests that failed at the worker, ever.
+  /// What the worker reported about itself (its proxy writes it once, at discovery).
+  std::atomic<std::shared_ptr<const worker_report>> report;
 
   /// True when a policy may pick the worker.
   bool routable() const noexcept {

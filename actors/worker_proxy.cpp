@@ -47,6 +47,7 @@ struct worker_proxy_state {
   bool draining = false; ///< Removed: no health checks, idle connections closed.
   bool stopping = false; ///< Node shutdown: quit once no exchange is in flight.
   bool models_known = false;
+  bool reported = false; ///< What the worker says about itself was asked for.
   std::vector<std::string> models;
   bool check_running = false;
   unsigned checks_passed = 0;      ///< Consecutive.
@@ -148,16 +149,74 @@ std::string describe(const exchange_result& r, const transport::collect_sink& si
 
 void check_health(self_ptr self);
 
+/// The engine a model listing names (`owned_by` of its first model, as smg detects it).
+std::optional<protocol::engine_runtime> runtime_in_listing(const nlohmann::json& listing) {
+  if (!listing.is_object() || !listing.contains("data") || !listing["data"].is_array() ||
+      listing["data"].empty() || !listing["data"][0].is_object()) {
+    return std::nullopt;
+  }
+  auto owner = listing["data"][0].value("owned_by", std::string{});
+  if (owner == "vllm") {
+    return protocol::engine_runtime::vllm;
+  }
+  if (owner == "sglang" || owner == "nvidia") {
+    return protocol::engine_runtime::sglang;
+  }
+  return std::nullopt;
+}
+
+/// Publishes what the worker says about itself, asking a vLLM engine for its KV config
+/// (`/get_server_info` `kv_transfer_config`, where it shows it) when the registration did not
+/// give it; then `next`.
+void learn_report(self_ptr self, std::optional<protocol::engine_runtime> runtime,
+                  std::function<void()> next) {
+  auto& st = self->state;
+  st.reported = true;
+  auto report = std::make_shared<worker_report>();
+  report->runtime = runtime;
+  const auto& spec = st.spec.spec;
+  auto effective = spec.runtime ? spec.runtime : runtime;
+  bool ask_kv = effective == protocol::engine_runtime::vllm &&
+                (spec.connector == protocol::kv_connector::unset || spec.kv_engine_id.empty());
+  if (runtime) {
+    spdlog::info("worker {} ({}) runs {}", st.id, spec.url, protocol::to_string(*runtime));
+  }
+  if (!ask_kv) {
+    st.live->report.store(std::move(report));
+    return next();
+  }
+  start_probe(self, "/get_server_info",
+              [self, report, next](const exchange_result& r, transport::collect_sink& sink) {
+                auto info = r.status == exchange_status::ok && sink.status() / 100 == 2
+                                ? nlohmann::json::parse(sink.body(), nullptr, false)
+                                : nlohmann::json();
+                if (info.is_object() && info.contains("kv_transfer_config") &&
+                    info["kv_transfer_config"].is_object()) {
+                  auto& kv = info["kv_transfer_config"];
+                  report->connector =
+                      protocol::parse_kv_connector(kv.value("kv_connector", std::string{}))
+                          .value_or(protocol::kv_connector::unset);
+                  report->kv_engine_id = kv.value("engine_id", std::string{});
+                }
+                self->state.live->report.store(report);
+                next();
+              });
+}
+
 void discover_models(self_ptr self) {
   auto& st = self->state;
-  auto finish = [self](std::vector<std::string> models) {
+  auto finish = [self](std::vector<std::string> models,
+                       std::optional<protocol::engine_runtime> runtime) {
     auto& st = self->state;
     st.models = std::move(models);
     st.models_known = true;
     logs::proxy().info("worker {} ({}) serves {}", st.id, st.spec.spec.url,
                        nlohmann::json(st.models).dump());
     self->send(st.listener, models_atom_v, st.id, st.models);
-    check_health(self);
+    if (st.spec.spec.provider != protocol::provider_kind::none) {
+      return check_health(self);
+    }
+    learn_report(self, runtime, [self] { check_health(self); });
   };
   // Anthropic pages its model list (20 by default): ask for the largest page.
   auto listing = st.spec.spec.provider == protocol::provider_kind::anthropic
@@ -166,12 +225,14 @@ void discover_models(self_ptr self) {
   start_probe(
       self, listing, [self, finish](const exchange_result& r, transport::collect_sink& sink) {
         auto models = std::vector<std::string>{};
+        std::optional<protocol::engine_runtime> runtime;
         if (r.status == exchange_status::ok && sink.status() / 100 == 2) {
-          models =
-              protocol::models_from_listing(nlohmann::json::parse(sink.body(), nullptr, false));
+          auto listing = nlohmann::json::parse(sink.body(), nullptr, false);
+          models = protocol::models_from_listing(listing);
+          runtime = runtime_in_listing(listing);
         }
         if (!models.empty()) {
-          return finish(std::move(models));
+          return finish(std::move(models), runtime);
         }
         if (self->state.spec.spec.provider != protocol::provider_kind::none) {
           return record_check(self, false, "model listing: " + describe(r, sink));
@@ -186,7 +247,7 @@ void discover_models(self_ptr self) {
                       if (models.empty()) {
                         return record_check(self, false, "model discovery: " + describe(r2, sink2));
                       }
-                      finish(std::move(models));
+                      finish(std::move(models), std::nullopt);
                     });
       });
   (void)st;
@@ -197,6 +258,21 @@ void check_health(self_ptr self) {
   st.check_running = true;
   if (!st.models_known) {
     return discover_models(self);
+  }
+  if (!st.reported && st.spec.spec.provider == protocol::provider_kind::none) {
+    // Models given at registration: the listing is asked for what the worker says it runs.
+    return start_probe(
+        self, "/v1/models", [self](const exchange_result& r, transport::collect_sink& sink) {
+          if (r.status != exchange_status::ok) {
+            // Not up yet: a failed check; the next one asks again.
+            return record_check(self, false, "model listing: " + describe(r, sink));
+          }
+          std::optional<protocol::engine_runtime> runtime;
+          if (sink.status() / 100 == 2) {
+            runtime = runtime_in_listing(nlohmann::json::parse(sink.body(), nullptr, false));
+          }
+          learn_report(self, runtime, [self] { check_health(self); });
+        });
   }
   // External providers have no health endpoint: their model listing is the check.
   auto path = st.spec.spec.provider == protocol::provider_kind::none ? st.cfg.health_endpoint

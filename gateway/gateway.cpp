@@ -52,11 +52,19 @@ std::vector<protocol::worker_spec> initial_workers(const actors::gateway_config&
   for (auto& url : cfg.anthropic_urls) {
     provider(protocol::provider_kind::anthropic, url);
   }
+  auto runtime = protocol::parse_runtime(cfg.pd_runtime);
+  auto connector =
+      protocol::parse_kv_connector(cfg.pd_kv_connector).value_or(protocol::kv_connector::unset);
   for (auto& p : cfg.prefill_urls) {
-    push({p.url, protocol::worker_type::prefill, p.bootstrap_port, {}, {}, {}});
+    protocol::worker_spec spec{p.url, protocol::worker_type::prefill, p.bootstrap_port, {}, {}, {}};
+    spec.runtime = runtime;
+    spec.connector = connector;
+    push(std::move(spec));
   }
   for (auto& url : cfg.decode_urls) {
-    push({url, protocol::worker_type::decode, {}, {}, {}, {}});
+    protocol::worker_spec spec{url, protocol::worker_type::decode, {}, {}, {}, {}};
+    spec.runtime = runtime;
+    push(std::move(spec));
   }
   return out;
 }

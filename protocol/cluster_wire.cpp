@@ -24,7 +24,7 @@ void put(packer& pk, const std::vector<std::string>& xs) {
 }
 
 void put_record(packer& pk, const worker_record& r) {
-  pk.pack_map(r.key_withheld ? 14 : 13);
+  pk.pack_map(r.key_withheld ? 17 : 16);
   put(pk, "id");
   put(pk, r.id);
   put(pk, "url");
@@ -39,6 +39,13 @@ void put_record(packer& pk, const worker_record& r) {
   put(pk, to_string(r.spec.provider));
   put(pk, "key");
   put(pk, r.spec.api_key);
+  // Added after the first wire version: a node that does not know them ignores them.
+  put(pk, "rt");
+  put(pk, r.spec.runtime ? to_string(*r.spec.runtime) : "");
+  put(pk, "kvc");
+  put(pk, r.spec.connector == kv_connector::unset ? "" : to_string(r.spec.connector));
+  put(pk, "kve");
+  put(pk, r.spec.kv_engine_id);
   put(pk, "models");
   put(pk, r.models);
   put(pk, "ver");
@@ -260,6 +267,11 @@ std::optional<worker_record> read_record(const msgpack::object& o, std::string& 
   in.get("model", model);
   in.get("prov", provider);
   in.get("key", r.spec.api_key);
+  std::string runtime;
+  std::string connector;
+  in.get("rt", runtime);
+  in.get("kvc", connector);
+  in.get("kve", r.spec.kv_engine_id);
   in.get("models", r.models);
   in.get("ver", r.version);
   in.get("origin", r.origin);
@@ -282,6 +294,13 @@ std::optional<worker_record> read_record(const msgpack::object& o, std::string& 
   }
   r.spec.type = *t;
   r.spec.provider = *p;
+  // A runtime or connector this node does not know (a later version's): as if unset.
+  if (!runtime.empty()) {
+    r.spec.runtime = parse_runtime(runtime);
+  }
+  if (!connector.empty()) {
+    r.spec.connector = parse_kv_connector(connector).value_or(kv_connector::unset);
+  }
   if (bport != 0) {
     r.spec.bootstrap_port = static_cast<std::uint16_t>(bport);
   }

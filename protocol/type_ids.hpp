@@ -65,15 +65,21 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
   auto provider = static_cast<std::uint8_t>(x.provider);
   std::uint16_t bootstrap_port = x.bootstrap_port.value_or(0);
   std::string model_id = x.model_id.value_or("");
+  // 0: unset; else the runtime + 1.
+  std::uint8_t runtime = x.runtime ? static_cast<std::uint8_t>(*x.runtime) + 1 : 0;
+  auto connector = static_cast<std::uint8_t>(x.connector);
   auto load = caf::meta::load_callback([&]() -> caf::error {
     x.type = static_cast<worker_type>(type);
     x.provider = static_cast<provider_kind>(provider);
+    x.runtime = runtime ? std::optional<engine_runtime>{static_cast<engine_runtime>(runtime - 1)}
+                        : std::nullopt;
+    x.connector = static_cast<kv_connector>(connector);
     x.bootstrap_port = bootstrap_port ? std::optional<std::uint16_t>{bootstrap_port} : std::nullopt;
     x.model_id = model_id.empty() ? std::nullopt : std::optional<std::string>{model_id};
     return caf::none;
   });
   return f(caf::meta::type_name("worker_spec"), x.url, type, bootstrap_port, model_id, provider,
-           x.api_key, load);
+           x.api_key, runtime, connector, x.kv_engine_id, load);
 }
 
 } // namespace troupe::protocol

@@ -1,8 +1,68 @@
 #include "protocol/worker.hpp"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 namespace troupe::protocol {
+
+namespace {
+
+/// Equal ignoring ASCII case (smg parses engine names so).
+bool same_name(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::string_view to_string(engine_runtime r) noexcept {
+  return r == engine_runtime::vllm ? "vllm" : "sglang";
+}
+
+std::string_view to_string(kv_connector c) noexcept {
+  switch (c) {
+  case kv_connector::unset:
+    return "unset";
+  case kv_connector::nixl:
+    return "NixlConnector";
+  case kv_connector::mooncake:
+    return "MooncakeConnector";
+  case kv_connector::passthrough:
+    return "passthrough";
+  }
+  return "unset";
+}
+
+std::optional<engine_runtime> parse_runtime(std::string_view s) noexcept {
+  if (same_name(s, "sglang")) {
+    return engine_runtime::sglang;
+  }
+  if (same_name(s, "vllm")) {
+    return engine_runtime::vllm;
+  }
+  return std::nullopt;
+}
+
+std::optional<kv_connector> parse_kv_connector(std::string_view s) noexcept {
+  if (same_name(s, "NixlConnector") || same_name(s, "nixl")) {
+    return kv_connector::nixl;
+  }
+  if (same_name(s, "MooncakeConnector") || same_name(s, "mooncake")) {
+    return kv_connector::mooncake;
+  }
+  if (same_name(s, "passthrough")) {
+    return kv_connector::passthrough;
+  }
+  return std::nullopt;
+}
 
 std::string_view to_string(worker_type t) noexcept {
   switch (t) {
@@ -70,6 +130,11 @@ std::optional<checked_spec> check(worker_spec spec, std::string& why) {
   }
   if (spec.provider != provider_kind::none && spec.type != worker_type::regular) {
     why = "an external provider can only be a regular worker";
+    return std::nullopt;
+  }
+  if (spec.provider != provider_kind::none &&
+      (spec.runtime || spec.connector != kv_connector::unset || !spec.kv_engine_id.empty())) {
+    why = "runtime and kv_connector are for self-hosted engines, not external providers";
     return std::nullopt;
   }
   if (spec.model_id && spec.model_id->empty()) {
@@ -154,6 +219,70 @@ std::optional<worker_spec> worker_spec_from_json(const nlohmann::json& body, std
       }
       if (!want_string(spec.api_key)) {
         return std::nullopt;
+      }
+    } else if (key == "runtime" || key == "runtime_type") { // smg: runtime_type, alias runtime
+      if (value.is_null()) {
+        continue;
+      }
+      std::string s;
+      if (!want_string(s)) {
+        return std::nullopt;
+      }
+      if (same_name(s, "unspecified")) {
+        continue; // smg's "detect it"
+      }
+      auto r = parse_runtime(s);
+      if (!r) {
+        why = key + " must be sglang or vllm, got '" + s + "'";
+        return std::nullopt;
+      }
+      spec.runtime = *r;
+    } else if (key == "kv_connector" || key == "kv_engine_id" || key == "labels") {
+      // smg takes the KV config from its own fields or from labels of the same names.
+      auto read_kv = [&](const std::string& name, const nlohmann::json& v) {
+        if (v.is_null()) {
+          return true;
+        }
+        if (!v.is_string()) {
+          why = "'" + name + "' must be a string";
+          return false;
+        }
+        auto text = v.get<std::string>();
+        if (name == "kv_engine_id") {
+          spec.kv_engine_id = text;
+          return true;
+        }
+        if (text.empty()) {
+          return true;
+        }
+        auto c = parse_kv_connector(text);
+        if (!c) {
+          why = "kv_connector must be NixlConnector, MooncakeConnector or passthrough, got '" +
+                text + "'";
+          return false;
+        }
+        spec.connector = *c;
+        return true;
+      };
+      if (key != "labels") {
+        if (!read_kv(key, value)) {
+          return std::nullopt;
+        }
+        continue;
+      }
+      if (!value.is_object()) {
+        why = "'labels' must be an object of strings";
+        return std::nullopt;
+      }
+      for (auto& [label, v] : value.items()) {
+        if (label == "kv_connector" || label == "kv_engine_id") {
+          if (!read_kv(label, v)) {
+            return std::nullopt;
+          }
+        } else if (!v.is_string()) {
+          why = "label '" + label + "' must be a string";
+          return std::nullopt;
+        } // other labels are accepted (smg's) and not used
       }
     } else {
       why = "unknown field '" + key + "'";

@@ -25,6 +25,29 @@ enum class provider_kind {
   anthropic, ///< An Anthropic-compatible provider.
 };
 
+/// The engine a worker runs, which decides how a prefill/decode pair hands the KV cache over.
+enum class engine_runtime : std::uint8_t {
+  sglang, ///< Dual dispatch: both legs at once, bootstrap fields (SGLang).
+  vllm,   ///< In sequence: prefill first, decode fed with its `kv_transfer_params` (vLLM).
+};
+
+/// vLLM's KV connector of a prefill worker (`kv_transfer_config.kv_connector`).
+enum class kv_connector : std::uint8_t {
+  unset,       ///< Not given (nor reported): NIXL, the connector vLLM's PD examples use.
+  nixl,        ///< NixlConnector: tag the prefill, relay the params it returns.
+  mooncake,    ///< MooncakeConnector: mint a transfer id, synthesize the decode's params.
+  passthrough, ///< Neither: relay whatever the prefill returns, tag nothing (smg's default).
+};
+
+std::string_view to_string(engine_runtime r) noexcept;
+std::string_view to_string(kv_connector c) noexcept;
+
+/// `sglang` or `vllm`, any case (smg's spellings); nothing for another name.
+std::optional<engine_runtime> parse_runtime(std::string_view s) noexcept;
+
+/// `NixlConnector`/`nixl`, `MooncakeConnector`/`mooncake`, `passthrough`, any case.
+std::optional<kv_connector> parse_kv_connector(std::string_view s) noexcept;
+
 std::string_view to_string(worker_type t) noexcept;
 std::string_view to_string(provider_kind p) noexcept;
 std::optional<worker_type> parse_worker_type(std::string_view s) noexcept;
@@ -38,6 +61,11 @@ struct worker_spec {
   std::optional<std::string> model_id;          ///< Model served; asked from the worker if unset.
   provider_kind provider = provider_kind::none; ///< External provider, if any.
   std::string api_key;                          ///< Secret sent to the worker; never shown back.
+  /// The engine it runs; unset: what the worker says of itself (`/v1/models` `owned_by`),
+  /// else SGLang. A prefill worker's decides how its pairs run (docs/pd.md).
+  std::optional<engine_runtime> runtime;
+  kv_connector connector = kv_connector::unset; ///< vLLM: its KV connector, when known.
+  std::string kv_engine_id;                     ///< vLLM: its KV engine id (Mooncake needs it).
 
   friend bool operator==(const worker_spec&, const worker_spec&) = default;
 };

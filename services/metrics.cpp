@@ -92,6 +92,21 @@ struct metrics::impl {
           .Name("troupe_pd_leg_failures_total")
           .Help("Failed legs of prefill/decode requests, by leg")
           .Register(*registry);
+  prom::Family<prom::Histogram>& pd_phase =
+      prom::BuildHistogram()
+          .Name("troupe_pd_phase_duration_seconds")
+          .Help("Phases of prefill/decode requests that ended well, by the prefill worker's "
+                "runtime (sglang: dual dispatch, vllm: in sequence) and phase (prefill: the "
+                "prefill leg; decode_first_byte: the decode leg to its response head; decode: "
+                "the decode leg)")
+          .Register(*registry);
+  prom::Family<prom::Counter>& pd_kv_transfer =
+      prom::BuildCounter()
+          .Name("troupe_pd_kv_transfer_total")
+          .Help("KV handoffs of vLLM pairs, by connector and outcome (relayed: the prefill's "
+                "kv_transfer_params; minted: Mooncake's, made by the gateway; missing: none, "
+                "the decode computes the prompt; fanout: n > 1, no prefill leg)")
+          .Register(*registry);
 
   // cluster
   prom::Family<prom::Gauge>& cluster_members =
@@ -130,6 +145,9 @@ struct metrics::impl {
   child_cache<prom::Histogram> router_ttft_by{{"model"},
                                               histogram_adder(router_ttft, latency_buckets)};
   child_cache<prom::Counter> cluster_refused_by{{"reason"}, adder(cluster_refused)};
+  child_cache<prom::Histogram> pd_phase_by{{"runtime", "phase"},
+                                           histogram_adder(pd_phase, latency_buckets)};
+  child_cache<prom::Counter> pd_kv_transfer_by{{"connector", "outcome"}, adder(pd_kv_transfer)};
   prom::Counter& pd_requests_total = pd_requests.Add({});
   prom::Counter& retries_connect = retries.Add({{"reason", "connect"}});
   prom::Counter& retries_status = retries.Add({{"reason", "status"}});
@@ -180,6 +198,15 @@ void metrics::on_retry(bool after_status) {
 void metrics::on_pd_leg_failure(protocol::worker_type leg) {
   (leg == protocol::worker_type::prefill ? impl_->pd_prefill_failures : impl_->pd_decode_failures)
       .Increment();
+}
+
+void metrics::on_pd_phase(std::string_view runtime, std::string_view phase,
+                          std::chrono::steady_clock::duration took) {
+  impl_->pd_phase_by.get({runtime, phase}).Observe(std::chrono::duration<double>(took).count());
+}
+
+void metrics::on_pd_kv_transfer(std::string_view connector, std::string_view outcome) {
+  impl_->pd_kv_transfer_by.get({connector, outcome}).Increment();
 }
 
 void metrics::set_cluster_members(std::size_t up, std::size_t suspect, std::size_t down) {

@@ -78,6 +78,18 @@ public:
   /// One leg of a pair failed: `troupe_pd_leg_failures_total{leg}` (`prefill` or `decode`).
   void on_pd_leg_failure(protocol::worker_type leg);
 
+  /// A phase of a pair ended well: `troupe_pd_phase_duration_seconds{runtime,phase}`, phase
+  /// `prefill` (the prefill leg, sent to answered), `decode_first_byte` (the decode leg, sent
+  /// to its response head) or `decode` (sent to answered); runtime `sglang` or `vllm`.
+  void on_pd_phase(std::string_view runtime, std::string_view phase,
+                   std::chrono::steady_clock::duration took);
+
+  /// How a vLLM pair handed the KV cache over: `troupe_pd_kv_transfer_total{connector,outcome}`,
+  /// outcome `relayed` (the prefill's params), `minted` (Mooncake's, made by the gateway),
+  /// `missing` (the prefill returned none: the decode computes the prompt) or `fanout` (n > 1:
+  /// no prefill leg, the decode computes it).
+  void on_pd_kv_transfer(std::string_view connector, std::string_view outcome);
+
   // -- cluster --
 
   /// The members this node knows, by state: `troupe_cluster_members{state}`.

@@ -23,6 +23,10 @@ std::string_view to_string(request_phase p) noexcept {
     return "streaming";
   case request_phase::joining:
     return "joining";
+  case request_phase::prefilling:
+    return "prefilling";
+  case request_phase::decoding:
+    return "decoding";
   }
   return "parsing";
 }

@@ -20,6 +20,8 @@ enum class request_phase {
   backing_off, ///< A worker answered a retryable status: waiting before another worker.
   streaming,   ///< Relaying the response.
   joining,     ///< PD: waiting for the other leg.
+  prefilling,  ///< PD in sequence (vLLM): the prefill leg runs; the decode leg waits for it.
+  decoding,    ///< PD in sequence (vLLM): the prefill is done, the decode leg runs.
 };
 
 std::string_view to_string(request_phase p) noexcept;

@@ -1,3 +1,5 @@
+#include "actors/policies/cache_score.hpp"
+#include "actors/policies/prompt_text.hpp"
 #include "actors/policies/radix_tree.hpp"
 #include "actors/policies/strategy.hpp"
 
@@ -10,22 +12,31 @@ namespace troupe::actors {
 
 namespace {
 
-/// smg's cache-aware policy over one shared radix tree of the prompts each worker was sent
-/// (docs/policies.md). While the load is balanced, a request follows the worker holding the
-/// longest prefix of its prompt when that covers at least `cache_threshold` of it, else goes
-/// to the worker holding the least text (the most cache room); when the load is imbalanced it
-/// goes to the least loaded worker. Either way its prompt is remembered for the chosen worker.
+/// The cache-aware policy over one shared radix tree of the prompts each worker was sent
+/// (docs/policies.md). In `score` mode (the default) each candidate is scored by the prefix it
+/// holds against the requests queued at it (`cache_score.hpp`): the tree says what each worker
+/// holds, the score decides. In `smg` mode, while the load is balanced, a request follows the
+/// worker holding the longest prefix of its prompt when that covers at least `cache_threshold`
+/// of it, else goes to the worker holding the least text (the most cache room); when the load
+/// is imbalanced it goes to the least loaded worker. Either way its prompt is remembered for
+/// the chosen worker.
 class cache_aware final : public strategy {
 public:
-  explicit cache_aware(const policy_config& cfg) : cfg_(cfg) {}
+  explicit cache_aware(const policy_config& cfg)
+      : cfg_(cfg), scored_(cfg.cache_aware_mode != "smg") {}
 
   std::string_view name() const noexcept override { return "cache_aware"; }
 
   std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
-    auto text = prompt_text(sel.prompt);
+    auto text = prompt_text(sel.prompt, joined_);
     assign_tenants(cands);
     std::size_t k;
-    if (imbalanced(cands)) {
+    if (scored_ && !text.empty()) {
+      k = scored_pick(cands, text);
+    } else if (scored_) {
+      k = least_loaded(cands);
+      ++no_prompt_;
+    } else if (imbalanced(cands)) {
       k = least_loaded(cands);
       ++imbalanced_;
     } else if (text.empty()) {
@@ -87,7 +98,10 @@ public:
     for (auto& [id, t] : tenant_of_) {
       trees[id] = tree_.size(t);
     }
-    return {{"cache_threshold", cfg_.cache_threshold},
+    return {{"mode", scored_ ? "score" : "smg"},
+            {"load_weight", cfg_.cache_aware_load_weight},
+            {"mean_prompt_bytes", mean_prompt_},
+            {"cache_threshold", cfg_.cache_threshold},
             {"balance_abs_threshold", cfg_.balance_abs_threshold},
             {"balance_rel_threshold", cfg_.balance_rel_threshold},
             {"max_tree_size", cfg_.max_tree_size},
@@ -98,21 +112,48 @@ public:
              {{"cache_hit", cache_hits_},
               {"most_room", cache_misses_},
               {"imbalanced", imbalanced_},
-              {"no_prompt", no_prompt_}}}};
+              {"no_prompt", no_prompt_},
+              {"spilled", spilled_}}}};
   }
 
 private:
-  /// The prompt as one run of bytes: in place when it is one field, else joined in a buffer.
-  std::string_view prompt_text(const prompt_ref& p) {
-    if (p.parts[1].empty()) {
-      return p.parts[0];
+  /// `score` mode: what each candidate holds of `text`, weighed against its queue.
+  std::size_t scored_pick(const std::vector<const worker_entry*>& cands, std::string_view text) {
+    for (auto t : tenants_) {
+      eligible_[t] = 1;
     }
-    if (p.parts[0].empty()) {
-      return p.parts[1];
+    tree_.match_each(text, eligible_, lengths_);
+    for (auto t : tenants_) {
+      eligible_[t] = 0;
     }
-    joined_.assign(p.parts[0]);
-    joined_.append(p.parts[1]);
-    return joined_;
+    scored_cands_.clear();
+    // A match below `cache_threshold` of the prompt (the JSON head every chat shares, a short
+    // common line) saves too little to be worth following: it counts as none, so such prompts
+    // go to the least loaded worker, then to the one with the most room, as in smg's mode.
+    const auto worth = static_cast<double>(text.size()) * cfg_.cache_threshold;
+    std::size_t longest = 0;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      auto matched = lengths_[tenants_[i]];
+      if (matched == 0 || static_cast<double>(matched) < worth) {
+        matched = 0;
+      }
+      longest = std::max(longest, matched);
+      scored_cands_.push_back({matched, cands[i]->live->load(), tree_.size(tenants_[i])});
+    }
+    // The running mean prompt: what one request queued at a worker is taken to cost.
+    const auto bytes = static_cast<double>(text.size());
+    mean_prompt_ = mean_prompt_ == 0 ? bytes : mean_prompt_ + (bytes - mean_prompt_) / 64;
+    auto k = best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
+    const auto matched = scored_cands_[k].matched;
+    if (matched == 0) {
+      ++cache_misses_;
+    } else {
+      ++cache_hits_;
+    }
+    if (matched < longest) {
+      ++spilled_; // affinity given up for a shorter queue: the prefix gains a holder
+    }
+    return k;
   }
 
   /// Fills `tenants_` with each candidate's tree tenant.
@@ -205,11 +246,16 @@ private:
   std::unordered_map<std::string, radix_tree::tenant> tenant_of_; ///< By worker id.
   /// By entry of the current fleet snapshot (no string hashing per pick).
   std::unordered_map<const worker_entry*, radix_tree::tenant> by_entry_;
-  std::vector<radix_tree::tenant> free_;    ///< Tenants of workers that left, for reuse.
-  std::vector<char> eligible_;              ///< By tenant; all 0 between picks.
-  std::vector<radix_tree::tenant> tenants_; ///< Scratch: the tenant of each candidate.
-  std::vector<radix_tree::tenant> holders_; ///< Scratch: tenants holding the longest match.
-  std::string joined_;                      ///< Scratch: a two-part prompt, joined.
+  std::vector<radix_tree::tenant> free_;      ///< Tenants of workers that left, for reuse.
+  std::vector<char> eligible_;                ///< By tenant; all 0 between picks.
+  std::vector<radix_tree::tenant> tenants_;   ///< Scratch: the tenant of each candidate.
+  std::vector<radix_tree::tenant> holders_;   ///< Scratch: tenants holding the longest match.
+  std::string joined_;                        ///< Scratch: a two-part prompt, joined.
+  bool scored_;                               ///< `score` mode, else smg's.
+  double mean_prompt_ = 0;                    ///< Running mean of the prompt bytes picked for.
+  std::vector<std::size_t> lengths_;          ///< Scratch: matched bytes, by tenant.
+  std::vector<cache_candidate> scored_cands_; ///< Scratch: the score's view of the candidates.
+  std::uint64_t spilled_ = 0;
   std::uint64_t cache_hits_ = 0;
   std::uint64_t cache_misses_ = 0;
   std::uint64_t imbalanced_ = 0;

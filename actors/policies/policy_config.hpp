@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace troupe::actors {
 
@@ -9,6 +12,12 @@ namespace troupe::actors {
 /// behaviour: docs/policies.md). Defaults are smg's.
 struct policy_config {
   // -- cache_aware --
+  /// `score` (Troupe's: prefill saved against the queue, docs/policies.md) or `smg` (smg's
+  /// thresholds: follow the longest match until the load is imbalanced).
+  std::string cache_aware_mode = "score";
+  /// `score` mode: a request in flight weighs this many mean prompts against the bytes a
+  /// worker already holds.
+  double cache_aware_load_weight = 0.25;
   /// Smallest share of a prompt a worker must already hold for the request to follow it.
   double cache_threshold = 0.3;
   /// Load is imbalanced when the busiest worker has more than this many requests in flight
@@ -21,6 +30,40 @@ struct policy_config {
   /// smg's periodic eviction sweep. Accepted for smg launch lines and shown by /admin/actors;
   /// Troupe trims a worker's text on every insert, so no sweep is needed.
   std::chrono::seconds eviction_interval{120};
+
+  // -- least_load --
+  /// smg's KV-pressure weight, throughput and mean prefill: terms of its score that need
+  /// engine load reports. Accepted and shown; without reports smg's score is the queue length,
+  /// which is what Troupe uses (docs/policies.md).
+  double least_load_kv_pressure_weight = 0.15;
+  double least_load_default_throughput = 2000;
+  std::uint32_t least_load_mean_prefill_tokens = 1024;
+  /// Skip workers with this many requests in flight; 0: never.
+  std::uint32_t least_load_max_waiting_requests = 0;
+
+  // -- prefix_hash --
+  /// Tokens of the prompt's head hashed (four bytes of prompt each: the prompt is not
+  /// tokenized in the gateway).
+  std::size_t prefix_token_count = 256;
+  /// A worker is overloaded above max(load_factor x mean load, mean + abs threshold).
+  double prefix_hash_load_factor = 1.25;
+  std::size_t prefix_hash_balance_abs_threshold = 10;
+  /// Token positions where engines keep reusable prefix state: the deepest one the prompt
+  /// reaches is hashed first (shared with smg's cache_aware hash index).
+  std::vector<std::size_t> cache_boundaries;
+
+  // -- manual --
+  /// A routing key unused this long is forgotten.
+  std::chrono::seconds max_idle{14400};
+  /// How a new key picks its worker: random, min_load, min_group or delegate.
+  std::string assignment_mode = "random";
+  /// Keys remembered at most (least recently used forgotten first): bounds memory whatever
+  /// the clients send. Troupe's own bound; smg has none.
+  std::size_t max_routing_keys = 1'000'000;
+
+  // -- bucket --
+  /// How often the length ranges are fitted to the traffic of the last such interval.
+  std::chrono::seconds bucket_adjust_interval{5};
 };
 
 } // namespace troupe::actors

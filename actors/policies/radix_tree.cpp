@@ -64,6 +64,34 @@ radix_tree::~radix_tree() {
 
 // -- queries --
 
+void radix_tree::match_each(std::string_view text, const std::vector<char>& eligible,
+                            std::vector<std::size_t>& lengths) const {
+  lengths.assign(eligible.size(), 0);
+  const node* n = root_;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const node* c = child(n, static_cast<unsigned char>(text[pos]));
+    if (!c) {
+      break;
+    }
+    auto common = common_prefix(c->edge, text.substr(pos));
+    bool any = false;
+    for (auto m : c->marks) {
+      auto t = marks_[m].owner;
+      if (t < eligible.size() && eligible[t]) {
+        lengths[t] = pos + common; // marks are monotone: deeper nodes only lengthen it
+        any = true;
+      }
+    }
+    // Below a node no eligible tenant holds, none does.
+    if (!any || common < c->edge.size()) {
+      break;
+    }
+    pos += common;
+    n = c;
+  }
+}
+
 std::size_t radix_tree::match(std::string_view text, const std::vector<char>& eligible,
                               std::vector<tenant>& holders) const {
   holders.clear();

@@ -35,6 +35,12 @@ public:
   std::size_t match(std::string_view text, const std::vector<char>& eligible,
                     std::vector<tenant>& holders) const;
 
+  /// For every tenant `eligible` accepts, the length of the longest prefix of `text` it holds,
+  /// into `lengths` (indexed by tenant, resized to `eligible`'s size; 0 for the others). One
+  /// walk, as `match`: O(prompt length + the marks on the path).
+  void match_each(std::string_view text, const std::vector<char>& eligible,
+                  std::vector<std::size_t>& lengths) const;
+
   /// Records that `t` holds `text` now (its most recently used text), then evicts `t`'s least
   /// recently used text until it holds at most `max_bytes`.
   void insert(std::string_view text, tenant t, std::size_t max_bytes);

@@ -35,6 +35,10 @@ struct selection {
   /// eligible, or the self-hosted ones when this provider has none of them.
   protocol::provider_kind provider = protocol::provider_kind::none;
   std::string prefer; ///< A worker to pick when it is eligible (it stores the request's state).
+  /// smg's `X-SMG-Target-Worker`: the worker that must take the request, named by its id, its
+  /// URL or its index among the role's workers serving the model (registration order). A
+  /// worker of another role is not this policy's to honour (the other half of a PD pair).
+  std::string target;
 };
 
 } // namespace troupe::actors

@@ -4,12 +4,19 @@
 #include "actors/policies/policy_config.hpp"
 #include "actors/policies/selection.hpp"
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace troupe::actors {
+
+/// The time a strategy sees: its policy actor's clock (the testing scheduler's in tests), so
+/// idle expiry and time windows need no timer and no thread.
+using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 
 /// How a policy picks one worker among the routable candidates of a request.
 class strategy {
@@ -19,9 +26,13 @@ public:
   /// The name `--policy` uses.
   virtual std::string_view name() const noexcept = 0;
 
-  /// An index into `candidates`, which is non-empty and holds routable workers only.
+  /// An index into `candidates`, which is non-empty and holds routable workers only; or
+  /// `candidates.size()` when none of them may take the request now (`refusal()` says why).
   virtual std::size_t pick(const std::vector<const worker_entry*>& candidates,
                            const selection& sel) = 0;
+
+  /// Why the last pick took none of the candidates (the client's 503 message).
+  virtual std::string refusal() const { return "no worker may take the request now"; }
 
   /// A new fleet snapshot; the policy serves workers of `role`. Strategies with per-worker
   /// state drop that of the workers that left.
@@ -48,7 +59,26 @@ std::unique_ptr<strategy> make_cache_aware(const policy_config& cfg);
 /// (docs/policies.md).
 std::unique_ptr<strategy> make_consistent_hash();
 
+/// The least loaded worker (smg's `least_load` with no engine load reports: join the shortest
+/// queue), uniformly at random among ties; workers at `--least-load-max-waiting-requests` are
+/// skipped (docs/policies.md).
+std::unique_ptr<strategy> make_least_load(const policy_config& cfg);
+
+/// A hash ring keyed by the prompt's head (or the routing key), walking to a less loaded
+/// worker when the owner is overloaded (docs/policies.md).
+std::unique_ptr<strategy> make_prefix_hash(const policy_config& cfg);
+
+/// Sticky sessions: each routing key keeps the worker it was first given until that worker
+/// cannot take it or the key is idle for `--max-idle-secs` (docs/policies.md).
+std::unique_ptr<strategy> make_manual(const policy_config& cfg, clock_fn now);
+
+/// Request-length buckets: each worker takes a range of prompt lengths, the ranges adapted to
+/// the traffic so each worker gets a like share of the prompt bytes (docs/policies.md).
+std::unique_ptr<strategy> make_bucket(const policy_config& cfg, clock_fn now);
+
 /// The strategy named `name` (smg's `consistent_hashing` is `consistent_hash`), or nullptr.
-std::unique_ptr<strategy> make_strategy(std::string_view name, const policy_config& cfg = {});
+/// `now` is its clock (default: the steady clock).
+std::unique_ptr<strategy> make_strategy(std::string_view name, const policy_config& cfg = {},
+                                        clock_fn now = {});
 
 } // namespace troupe::actors

@@ -99,6 +99,8 @@ public:
 
   bool touched_client() const override { return gate_ && gate_->touched_client(); }
 
+  std::string_view runtime() const noexcept override { return "sglang"; }
+
   std::optional<unsigned> fail(request_self self, const protocol::api_error& err,
                                bool worker_answer) override {
     if (!gate_) {

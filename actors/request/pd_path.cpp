@@ -30,10 +30,11 @@ worker_type other_role(worker_type role) {
 
 } // namespace
 
-pd_path::pd_path(const gateway_services& svc, std::unique_ptr<pd_strategy> strategy)
+pd_path::pd_path(const gateway_services& svc, std::unique_ptr<pd_strategy> dual,
+                 std::unique_ptr<pd_strategy> sequential)
     : picks_{{{worker_type::decode, svc.decode_policy},
               {worker_type::prefill, svc.prefill_policy}}},
-      strategy_(std::move(strategy)) {}
+      strategies_{{{std::move(dual)}, {std::move(sequential)}}} {}
 
 std::optional<protocol::api_error> pd_path::prepare(request_self self) {
   auto& st = self->state;
@@ -59,7 +60,7 @@ std::optional<protocol::api_error> pd_path::prepare(request_self self) {
     st.prompt = request_prompt(raw, *raw, st.in->op, st.facts);
   }
   std::string{}.swap(st.in->req.body());
-  return strategy_->prepare(self, *this);
+  return std::nullopt; // the strategy's own reading waits for the first pair: it depends on it
 }
 
 void pd_path::start(request_self self, std::vector<worker_entry_ptr> workers) {
@@ -68,6 +69,20 @@ void pd_path::start(request_self self, std::vector<worker_entry_ptr> workers) {
   decode_.worker = std::move(workers[0]);
   prefill_.worker = std::move(workers[1]);
   prefill_sink_ = std::make_shared<transport::collect_sink>(self->state.svc->cfg.max_response_size);
+  // The prefill worker's engine decides how the pair hands the KV cache over. A request
+  // without a body (`/health_generate`) moves no KV cache: both legs at once.
+  bool sequential = has_body_ && runtime_of(*prefill_.worker) == protocol::engine_runtime::vllm;
+  auto& chosen = strategies_[sequential ? 1 : 0];
+  if (!chosen.prepared) {
+    chosen.prepared = true;
+    chosen.refusal = chosen.impl->prepare(self, *this);
+  }
+  strategy_ = chosen.impl.get();
+  if (chosen.refusal) {
+    attempt_end end;
+    end.failure = chosen.refusal;
+    return attempt_done(self, std::move(end));
+  }
   strategy_->start(self, *this);
 }
 
@@ -75,6 +90,7 @@ void pd_path::start_leg(request_self self, worker_type role, transport::upstream
                         std::shared_ptr<transport::response_sink> sink) {
   auto& s = slot(role);
   s.running = true;
+  s.sent = std::chrono::steady_clock::now();
   s.leg = spawn_pd_leg(
       self, {role, s.worker, std::move(call), std::move(sink), self->state.in->request_id});
   self->request(s.leg, caf::infinite, dispatch_atom_v)
@@ -91,6 +107,7 @@ void pd_path::on_leg_end(request_self self, worker_type role,
     return;
   }
   s.running = false;
+  bool stopped = false; // cancelled as we (or the client) asked: neither failed nor done
   if (!outcome) {
     s.failure = leg_error(role, to_api_error(outcome.error()));
   } else {
@@ -104,6 +121,8 @@ void pd_path::on_leg_end(request_self self, worker_type role,
     } else if (r.status == exchange_status::cancelled) {
       if (!s.cancel_sent && !st.cancelled) {
         s.failure = leg_error(role, exchange_error(r, st.svc->cfg.request_timeout));
+      } else {
+        stopped = true;
       }
     } else if (r.status != exchange_status::ok) {
       s.failure = leg_error(role, exchange_error(r, st.svc->cfg.request_timeout));
@@ -128,11 +147,22 @@ void pd_path::on_leg_end(request_self self, worker_type role,
       other.cancel_sent = true;
       self->send(other.leg, cancel_atom_v);
     }
-  } else {
+  } else if (!stopped) {
+    if (auto& m = st.svc->metrics) {
+      auto took = std::chrono::steady_clock::now() - s.sent;
+      if (role == worker_type::prefill) {
+        m->on_pd_phase(strategy_->runtime(), "prefill", took);
+      } else {
+        m->on_pd_phase(strategy_->runtime(), "decode", took);
+        if (s.result && s.result->head_received) {
+          m->on_pd_phase(strategy_->runtime(), "decode_first_byte", s.result->first_byte);
+        }
+      }
+    }
     strategy_->on_leg_ok(self, *this, role);
   }
   if (prefill_.running || decode_.running) {
-    st.svc->tracker->update(st.in->request_id, services::request_phase::joining);
+    st.svc->tracker->update(st.in->request_id, strategy_->waiting_phase());
     return;
   }
   conclude(self);
@@ -197,11 +227,11 @@ bool pd_path::cancel(request_self self) {
 
 std::optional<unsigned> pd_path::fail(request_self self, const protocol::api_error& err,
                                       bool worker_answer) {
-  return strategy_->fail(self, err, worker_answer);
+  return strategy_ ? strategy_->fail(self, err, worker_answer) : std::nullopt;
 }
 
 std::unique_ptr<request_path> make_pd_path(const gateway_services& svc) {
-  return std::make_unique<pd_path>(svc, make_dual_dispatch());
+  return std::make_unique<pd_path>(svc, make_dual_dispatch(), make_sequential_dispatch());
 }
 
 } // namespace troupe::actors

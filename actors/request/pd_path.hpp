@@ -5,11 +5,13 @@
 // per worker. What every pair shares is written once in `pd_path`: the parsed body, the legs,
 // how a leg's end is judged, the join, cancelling, and what a failed pair means for a retry.
 // How the two legs run and reach the client is its `pd_strategy`: dual dispatch (both at
-// once, bootstrap fields, pd_dual.cpp); a sequential strategy (prefill first, decode fed with
-// what it returned) goes beside it.
+// once, bootstrap fields, pd_dual.cpp) for SGLang pairs, in sequence (prefill first, decode fed
+// with the `kv_transfer_params` it returned, pd_sequential.cpp) for vLLM pairs: the selected
+// prefill worker's runtime chooses, per attempt (as smg does).
 
 #include "actors/pd_leg.hpp"
 #include "actors/request/request_path.hpp"
+#include "services/request_tracker.hpp"
 #include "transport/collect_sink.hpp"
 
 #include <array>
@@ -49,12 +51,24 @@ public:
   /// Ends the client's response (see `request_path::fail`); nothing before any attempt ran.
   virtual std::optional<unsigned> fail(request_self self, const protocol::api_error& err,
                                        bool worker_answer) = 0;
+
+  /// The request's phase while one leg of the attempt still runs (after the other ended).
+  virtual services::request_phase waiting_phase() const { return services::request_phase::joining; }
+
+  /// The runtime label of its metrics (`sglang`, `vllm`).
+  virtual std::string_view runtime() const noexcept = 0;
 };
 
 /// Dual dispatch (SGLang): both legs at once with the same bootstrap fields; the decode answer
 /// waits behind a gate until the prefill leg succeeded, gets its input logprobs merged in when
 /// asked, and a decode error answer is kept for the request actor.
 std::unique_ptr<pd_strategy> make_dual_dispatch();
+
+/// In sequence (vLLM): the prefill leg first, sent one unstreamed token and tagged with the
+/// prefill worker's KV connector params; then the decode leg with the client's request and the
+/// `kv_transfer_params` the prefill returned (NIXL, passthrough) or the gateway made (Mooncake);
+/// its answer is relayed to the client as a regular request's.
+std::unique_ptr<pd_strategy> make_sequential_dispatch();
 
 /// One leg of the current attempt, as the request actor sees it.
 struct pd_leg_slot {
@@ -66,11 +80,13 @@ struct pd_leg_slot {
   std::optional<protocol::api_error> failure; ///< Its own failure, not a cancellation we asked.
   bool retryable = false;                     ///< The failure left the worker untouched.
   bool worker_answer = false;                 ///< The failure is the worker's error answer, kept.
+  std::chrono::steady_clock::time_point sent; ///< When the leg was sent.
 };
 
 class pd_path final : public request_path {
 public:
-  explicit pd_path(const gateway_services& svc, std::unique_ptr<pd_strategy> strategy);
+  pd_path(const gateway_services& svc, std::unique_ptr<pd_strategy> dual,
+          std::unique_ptr<pd_strategy> sequential);
 
   std::optional<protocol::api_error> prepare(request_self self) override;
   std::span<const pick_spec> picks() const override { return picks_; }
@@ -110,7 +126,15 @@ private:
 
   /// Decode first: when both policies fail, the client is told the decode policy's error.
   std::array<pick_spec, 2> picks_;
-  std::unique_ptr<pd_strategy> strategy_;
+  /// Dual dispatch and in sequence, each prepared on its first attempt; `strategy_` is the
+  /// current attempt's.
+  struct strategy_slot {
+    std::unique_ptr<pd_strategy> impl;
+    bool prepared = false;
+    std::optional<protocol::api_error> refusal; ///< What its `prepare` refused, if it did.
+  };
+  std::array<strategy_slot, 2> strategies_;
+  pd_strategy* strategy_ = nullptr;
   nlohmann::ordered_json body_;
   bool has_body_ = false;
   pd_leg_slot prefill_;

@@ -23,8 +23,17 @@ std::string routing_key(const transport::request& req) {
   return {};
 }
 
+std::string target_worker(const transport::request& req) {
+  if (auto it = req.find("x-smg-target-worker"); it != req.end()) {
+    return std::string(it->value());
+  }
+  return {};
+}
+
 bool matches_prompts(const std::string& policy_name) {
-  return policy_name == "cache_aware";
+  // The policies that read the prompt: its prefix (cache_aware, prefix_hash), its length
+  // (bucket).
+  return policy_name == "cache_aware" || policy_name == "prefix_hash" || policy_name == "bucket";
 }
 
 prompt_ref request_prompt(std::shared_ptr<const void> owner, std::string_view body,

@@ -18,8 +18,12 @@ namespace troupe::actors {
 /// `x-routing-key`, `x-session-id`, `x-user-id`; empty when none is given.
 std::string routing_key(const transport::request& req);
 
-/// True when the policy named `name` matches prompts (`cache_aware`): only then is a
-/// request's prompt worth keeping for it.
+/// smg's `X-SMG-Target-Worker`: the worker the request must go to (an id, a URL or an index),
+/// empty when not given (docs/policies.md, "The target-worker header").
+std::string target_worker(const transport::request& req);
+
+/// True when the policy named `name` reads prompts (`cache_aware`, `prefix_hash`, `bucket`):
+/// only then is a request's prompt worth keeping for it.
 bool matches_prompts(const std::string& policy_name);
 
 /// The prompt of a body of operation `op`, scanned into `facts`, as views into `body`, which

@@ -265,6 +265,89 @@ parse_bootstrap(const nlohmann::json& body, std::size_t count, bool batch) {
   return out;
 }
 
+std::variant<std::optional<kv_params>, protocol::api_error>
+parse_kv_transfer_params(const nlohmann::json& body) {
+  constexpr std::string_view field = "kv_transfer_params";
+  const auto it = body.find(field);
+  if (it == body.end() || it->is_null()) {
+    return std::optional<kv_params>{};
+  }
+  if (!it->is_object()) {
+    return bad_request("'kv_transfer_params' must be an object", std::string(field));
+  }
+  const auto& j = *it;
+  kv_params kv;
+  auto wrong = [](std::string_view key, std::string_view what) {
+    return bad_request("'kv_transfer_params." + std::string(key) + "' must be " + std::string(what),
+                       "kv_transfer_params");
+  };
+  for (auto [key, out] : {std::pair{"do_remote_decode", &kv.do_remote_decode},
+                          std::pair{"do_remote_prefill", &kv.do_remote_prefill}}) {
+    if (auto f = j.find(key); f != j.end() && !f->is_null()) {
+      if (!f->is_boolean()) {
+        return wrong(key, "a boolean");
+      }
+      *out = f->get<bool>();
+    }
+  }
+  for (auto [key, out] :
+       {std::pair{"remote_engine_id", &kv.remote_engine_id},
+        std::pair{"remote_host", &kv.remote_host}, std::pair{"transfer_id", &kv.transfer_id},
+        std::pair{"remote_bootstrap_addr", &kv.bootstrap_addr}}) {
+    if (auto f = j.find(key); f != j.end() && !f->is_null()) {
+      if (!f->is_string()) {
+        return wrong(key, "a string");
+      }
+      *out = f->get<std::string>();
+    }
+  }
+  if (auto f = j.find("remote_port"); f != j.end() && !f->is_null()) {
+    if (!f->is_number_integer() || f->get<std::int64_t>() < 1 || f->get<std::int64_t>() > 65535) {
+      return wrong("remote_port", "a port number");
+    }
+    kv.remote_port = static_cast<std::uint16_t>(f->get<std::int64_t>());
+  }
+  if (auto f = j.find("remote_block_ids"); f != j.end() && !f->is_null()) {
+    if (!f->is_array()) {
+      return wrong("remote_block_ids", "a list of block ids");
+    }
+    std::vector<std::uint64_t> ids;
+    for (const auto& id : *f) {
+      if (!id.is_number_unsigned() && !(id.is_number_integer() && id.get<std::int64_t>() >= 0)) {
+        return wrong("remote_block_ids", "a list of block ids");
+      }
+      ids.push_back(id.get<std::uint64_t>());
+    }
+    kv.remote_block_ids = std::move(ids);
+  }
+  return std::optional<kv_params>{std::move(kv)};
+}
+
+bool split_host_port(std::string_view addr, std::string& host, std::uint16_t& port) {
+  constexpr std::string_view scheme = "http://";
+  if (addr.substr(0, scheme.size()) == scheme) {
+    addr.remove_prefix(scheme.size());
+  }
+  const auto colon = addr.rfind(':');
+  const auto digits = colon == std::string_view::npos ? std::string_view{} : addr.substr(colon + 1);
+  if (colon == 0 || digits.empty() || digits.size() > 5) {
+    return false;
+  }
+  unsigned value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') {
+      return false;
+    }
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (value == 0 || value > 65535) {
+    return false;
+  }
+  host = std::string(addr.substr(0, colon));
+  port = static_cast<std::uint16_t>(value);
+  return true;
+}
+
 const tool_def* choose_tool(const std::vector<tool_def>& tools, tool_mode mode,
                             std::string_view named, std::string_view last_user_text) {
   if (tools.empty() || mode == tool_mode::none) {

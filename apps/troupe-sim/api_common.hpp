@@ -80,6 +80,14 @@ const tool_def* choose_tool(const std::vector<tool_def>& tools, tool_mode mode,
 std::variant<std::vector<bootstrap_info>, protocol::api_error>
 parse_bootstrap(const nlohmann::json& body, std::size_t count, bool batch);
 
+/// Reads vLLM's `kv_transfer_params` (absent or null: nothing). Fields it does not know are
+/// ignored, as vLLM's connectors ignore them; known ones of the wrong type are refused.
+std::variant<std::optional<kv_params>, protocol::api_error>
+parse_kv_transfer_params(const nlohmann::json& body);
+
+/// Splits `http://host:port` (or `host:port`) into its host and port; false when it is not one.
+bool split_host_port(std::string_view addr, std::string& host, std::uint16_t& port);
+
 /// OpenAI-style finish reason (`stop`, `length`, `tool_calls`), or null while running.
 nlohmann::json openai_finish(finish_reason f);
 

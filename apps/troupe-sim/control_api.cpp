@@ -32,7 +32,7 @@ void serve_sim_set_config(sim_context& ctx, exchange& x) {
 }
 
 void serve_sim_stats(const sim_context& ctx, exchange& x) {
-  respond(*x.reply, 200, dump(ctx.stats.to_json(ctx.cache)));
+  respond(*x.reply, 200, dump(ctx.stats.to_json(ctx.cache, ctx.kv)));
 }
 
 } // namespace troupe::sim

@@ -21,6 +21,18 @@ struct bootstrap_info {
   std::optional<std::string> room;   ///< The room, as its JSON text (`12345`).
 };
 
+/// vLLM's `kv_transfer_params` of a request: what the gateway tells the KV connector.
+struct kv_params {
+  bool do_remote_decode = false;  ///< Prefill leg: pin the prompt's blocks for a decode worker.
+  bool do_remote_prefill = false; ///< Decode leg: fetch the prompt's blocks from a prefill.
+  std::optional<std::string> remote_engine_id;                ///< The prefill engine's id.
+  std::optional<std::vector<std::uint64_t>> remote_block_ids; ///< NIXL: the blocks to fetch.
+  std::optional<std::string> remote_host;    ///< NIXL: the prefill's side-channel host.
+  std::optional<std::uint16_t> remote_port;  ///< NIXL: its side-channel port.
+  std::optional<std::string> transfer_id;    ///< Mooncake: the id the gateway minted.
+  std::optional<std::string> bootstrap_addr; ///< Mooncake: `http://host:port` of the prefill.
+};
+
 /// A tool call the simulated model decided to make.
 struct tool_call {
   std::string id;        ///< `call_...` or `toolu_...`.
@@ -39,6 +51,7 @@ struct gen_request {
   bool logprobs = false;                      ///< Report token log-probabilities.
   std::optional<tool_call> tool;              ///< Answer with this tool call instead of text.
   std::vector<bootstrap_info> bootstrap;      ///< One per prompt; empty when none was sent.
+  std::optional<kv_params> kv;                ///< vLLM: `kv_transfer_params`, when sent.
   std::string model;                          ///< Model to report.
   nlohmann::json extra;                       ///< API-specific data kept from parse to render.
 };
@@ -94,6 +107,8 @@ struct gen_state {
   bool cancelled = false; ///< Stopped by a cancel request before it finished.
   bool abandoned = false; ///< The client left (or the connection was dropped) before the end.
   bool failed = false;    ///< Ended with an error (a failed PD rendezvous).
+  std::size_t kv_fetched_tokens = 0; ///< vLLM decode: prompt tokens whose KV was fetched.
+  nlohmann::json kv_out;             ///< vLLM prefill: the `kv_transfer_params` to return.
 
   /// Prompt tokens of all prompts.
   std::size_t prompt_tokens() const noexcept;

@@ -1,6 +1,7 @@
 #include "apps/troupe-sim/generation.hpp"
 
 #include "apps/troupe-sim/api_common.hpp"
+#include "apps/troupe-sim/kv_fetch.hpp"
 #include "apps/troupe-sim/latency_model.hpp"
 #include "apps/troupe-sim/pd_rendezvous.hpp"
 #include "apps/troupe-sim/sim_context.hpp"
@@ -129,6 +130,62 @@ void generation::run() {
       }
     });
   }
+  if (st_.req.kv && st_.req.kv->do_remote_prefill && ctx_->config.runtime == engine_runtime::vllm) {
+    // vLLM loads the remote KV before it schedules the request: no byte before the fetch.
+    return start_kv_fetch();
+  }
+  respond_or_stream();
+}
+
+void generation::start_kv_fetch() {
+  const auto& kv = *st_.req.kv;
+  kv_source src;
+  src.engine_id = kv.remote_engine_id.value_or("");
+  src.block_keys = ctx_->cache.block_keys(st_.req.prompts.front());
+  if (ctx_->config.connector == kv_connector::mooncake) {
+    src.transfer_id = kv.transfer_id;
+    split_host_port(kv.bootstrap_addr.value_or(""), src.host, src.port); // checked by `prepare`
+  } else {
+    src.host = kv.remote_host.value_or("");
+    src.port = kv.remote_port.value_or(0);
+    src.block_ids = kv.remote_block_ids.value_or(std::vector<std::uint64_t>{});
+    src.block_keys.resize(std::min(src.block_keys.size(), src.block_ids.size()));
+    if (src.block_ids.empty()) {
+      // A prompt shorter than a block: vLLM transfers nothing and computes it here.
+      return respond_or_stream();
+    }
+  }
+  const auto timeout = std::chrono::milliseconds{
+      static_cast<std::int64_t>(std::max(0.0, ctx_->config.bootstrap_timeout_ms))};
+  kv_fetch_ =
+      ctx_->kv_reader.fetch(src, timeout, [self = shared_from_this(), src](kv_fetch_result r) {
+        self->kv_fetch_.reset();
+        if (self->ended_) {
+          return;
+        }
+        self->guarded([&] {
+          if (!r.ok) {
+            ++self->ctx_->stats.kv.fetch_failures;
+            self->ctx_->logger->warn("{}: KV fetch from {}:{} failed: {}", self->st_.id, src.host,
+                                     src.port, r.detail);
+            return self->fail(make_error(
+                protocol::error_code::internal_error,
+                "KV transfer from the prefill worker failed: reading " +
+                    (src.transfer_id ? "transfer " + *src.transfer_id
+                                     : std::to_string(src.block_ids.size()) + " blocks") +
+                    " of engine '" + src.engine_id + "' at " + src.host + ":" +
+                    std::to_string(src.port) + ": " + r.detail));
+          }
+          ++self->ctx_->stats.kv.fetches;
+          self->ctx_->stats.kv.fetched_blocks += r.blocks;
+          self->st_.kv_fetched_tokens =
+              std::min(self->st_.prompt_tokens(), r.blocks * self->ctx_->config.cache_block_tokens);
+          self->respond_or_stream();
+        });
+      });
+}
+
+void generation::respond_or_stream() {
   if (st_.req.stream && reply_) {
     sink_ = std::make_unique<stream_sink>(reply_, ctx_->config.drop_after_events);
     reply_->begin_stream(200,
@@ -138,10 +195,17 @@ void generation::run() {
       return abandon();
     }
   }
-  if (st_.role == worker_role::decode) {
+  if (st_.role == worker_role::decode && ctx_->config.runtime == engine_runtime::sglang) {
     return start_rendezvous();
   }
   after_rendezvous();
+}
+
+bool generation::receives_kv() const noexcept {
+  if (ctx_->config.runtime == engine_runtime::sglang) {
+    return true; // the bootstrap room hands it over
+  }
+  return st_.req.kv && st_.req.kv->do_remote_prefill;
 }
 
 void generation::plan_sequences() {
@@ -165,8 +229,9 @@ void generation::plan_sequences() {
       }
       natural = std::min(natural, cfg.context_length);
       s.target = req.max_tokens && !req.tool ? std::min(natural, *req.max_tokens) : natural;
-      if (st_.role == worker_role::prefill) {
-        // SGLang's prefill returns once the prompt is computed, with the first token.
+      if (st_.role == worker_role::prefill && cfg.runtime == engine_runtime::sglang) {
+        // SGLang's prefill returns once the prompt is computed, with the first token. (vLLM's
+        // writes what it is asked: the gateway asks for one token.)
         s.target = std::min<std::size_t>(s.target, 1);
       }
       s.ids.reserve(s.target);
@@ -180,12 +245,16 @@ void generation::admit_prompts() {
   for (std::size_t p = 0; p < st_.req.prompts.size(); ++p) {
     const auto& tokens = st_.req.prompts[p];
     st_.prompts[p].tokens = tokens.size();
-    // A decode worker receives the KV cache; it computes no prompt.
-    if (st_.role != worker_role::decode) {
+    // A decode worker receives the KV cache; it computes no prompt. (A vLLM decode worker sent
+    // no KV transfer params computes the prompt itself, as an engine of its own.)
+    if (st_.role != worker_role::decode || !receives_kv()) {
       st_.prompts[p].cached = ctx_->cache.admit(tokens);
     }
   }
-  if (st_.role == worker_role::prefill) {
+  if (st_.role == worker_role::decode && !receives_kv()) {
+    ++ctx_->stats.kv.recomputed;
+  }
+  if (st_.role == worker_role::prefill && ctx_->config.runtime == engine_runtime::sglang) {
     for (const auto& b : st_.req.bootstrap) {
       if (b.room) {
         ctx_->rooms.arrive(*b.room);
@@ -232,12 +301,20 @@ void generation::start_rendezvous() {
 void generation::after_rendezvous() {
   const auto knobs = latency(ctx_->config);
   std::size_t uncached = 0;
-  if (st_.role != worker_role::decode) {
+  std::chrono::microseconds transfer{0};
+  if (st_.role != worker_role::decode || !receives_kv()) {
     for (const auto& p : st_.prompts) {
       uncached += p.tokens - p.cached;
     }
+  } else if (ctx_->config.runtime == engine_runtime::vllm) {
+    // What was fetched arrives at the transfer's pace; the rest (vLLM moves only full blocks)
+    // is computed here.
+    uncached = st_.prompt_tokens() - st_.kv_fetched_tokens;
+    transfer = std::chrono::microseconds{static_cast<std::int64_t>(
+        static_cast<double>(st_.kv_fetched_tokens) * ctx_->config.kv_transfer_us_per_token *
+        load_factor(knobs, ctx_->stats.active))};
   }
-  auto ttft = time_to_first_token(knobs, uncached, ctx_->stats.active);
+  auto ttft = transfer + time_to_first_token(knobs, uncached, ctx_->stats.active);
   if (st_.req.stream && reply_) {
     return wait_then(ttft, &generation::run_steps);
   }
@@ -302,8 +379,9 @@ void generation::write_piece(sequence& s) {
       s.finish = finish_reason::tool;
     } else {
       const bool capped = st_.req.max_tokens && s.target >= *st_.req.max_tokens;
-      s.finish =
-          capped || st_.role == worker_role::prefill ? finish_reason::length : finish_reason::stop;
+      const bool sglang_prefill =
+          st_.role == worker_role::prefill && ctx_->config.runtime == engine_runtime::sglang;
+      s.finish = capped || sglang_prefill ? finish_reason::length : finish_reason::stop;
     }
   }
 }
@@ -365,15 +443,23 @@ void generation::complete() {
     // Not streamed: write every token now (the wait covered all of them).
     while (!step()) {
     }
+    pin_kv_blocks();
     end();
     if (reply_) {
       transport::response res{transport::http::status::ok, 11};
       res.set(transport::http::field::content_type, "application/json");
       res.body() = family_.body(st_);
+      if (!st_.kv_out.is_null() && !res.body().empty() && res.body().back() == '}') {
+        // vLLM returns the handoff at the top level of the response.
+        auto& body = res.body();
+        body.pop_back();
+        body.append(R"(,"kv_transfer_params":)").append(dump(st_.kv_out)).push_back('}');
+      }
       reply_->respond(std::move(res));
     }
     return;
   }
+  pin_kv_blocks(); // vLLM pins them even for a stream, which cannot say which they are
   family_.close(st_, *sink_);
   if (sink_->dropped()) {
     return abandon();
@@ -381,6 +467,37 @@ void generation::complete() {
   sink_->flush();
   end();
   reply_->end_stream();
+}
+
+void generation::pin_kv_blocks() {
+  const auto& cfg = ctx_->config;
+  if (cfg.runtime != engine_runtime::vllm || !st_.req.kv || !st_.req.kv->do_remote_decode ||
+      st_.req.prompts.size() != 1) {
+    return;
+  }
+  // vLLM's connectors hand over only a prefill cut by its length limit (the gateway asks for one
+  // token); one that stopped by itself returns no params.
+  for (const auto& s : st_.seqs) {
+    if (s.finish != finish_reason::length) {
+      return;
+    }
+  }
+  // Only full blocks travel; the decode computes the rest of the prompt itself.
+  auto keys = ctx_->cache.block_keys(st_.req.prompts.front());
+  const auto hold =
+      std::chrono::milliseconds{static_cast<std::int64_t>(std::max(0.0, cfg.kv_hold_timeout_ms))};
+  if (cfg.connector == kv_connector::mooncake) {
+    // Push-based: the blocks are named by the gateway's transfer id; nothing is returned.
+    if (st_.req.kv->transfer_id) {
+      ctx_->kv.pin(keys, st_.req.kv->transfer_id, hold);
+    }
+    return;
+  }
+  auto ids = ctx_->kv.pin(keys, std::nullopt, hold);
+  st_.kv_out = {{"do_remote_prefill", true},  {"do_remote_decode", false},
+                {"remote_block_ids", ids},    {"remote_engine_id", ctx_->kv.engine_id()},
+                {"remote_host", cfg.host},    {"remote_port", ctx_->kv_port},
+                {"remote_request_id", st_.id}};
 }
 
 void generation::fail(const protocol::api_error& err) {
@@ -440,6 +557,9 @@ void generation::end() {
   timer_.cancel();
   if (auto r = std::exchange(rendezvous_, nullptr)) {
     r->cancel();
+  }
+  if (auto f = std::exchange(kv_fetch_, nullptr)) {
+    f->cancel();
   }
   token_.release();
   family_.ended(st_);

@@ -15,12 +15,13 @@ namespace troupe::sim {
 
 struct sim_context;
 class rendezvous;
+class kv_fetch;
 
 /// One generative request being served, whatever its API: prefix-cache admission, the PD
-/// rendezvous of a decode worker, the time to first token, then one token per step for every
-/// sequence, rendered by the request's API family. Streamed events produced at the same instant
-/// go out in one chunk. With an instant latency model a non-streamed request is answered before
-/// `start` returns, without timers.
+/// rendezvous of a decode worker (SGLang) or its KV fetch (vLLM), the time to first token, then one
+/// token per step for every sequence, rendered by the request's API family. Streamed events
+/// produced at the same instant go out in one chunk. With an instant latency model a non-streamed
+/// request is answered before `start` returns, without timers.
 class generation : public std::enable_shared_from_this<generation> {
 public:
   /// Serves `req` (parsed by `family`) to `reply` (null: nobody waits, as for a background
@@ -47,6 +48,10 @@ private:
   class stream_sink;
 
   void run();
+  void respond_or_stream();
+  void start_kv_fetch();
+  void pin_kv_blocks();
+  bool receives_kv() const noexcept;
   void plan_sequences();
   void admit_prompts();
   void start_rendezvous();
@@ -70,6 +75,7 @@ private:
   std::unique_ptr<stream_sink> sink_;
   net::steady_timer timer_;
   std::shared_ptr<rendezvous> rendezvous_;
+  std::shared_ptr<kv_fetch> kv_fetch_;
   std::vector<std::size_t> tool_cuts_; ///< Token boundaries in the tool call's arguments.
   std::size_t tokens_held_ = 0;        ///< Counted in `sim_stats::active_tokens` until the end.
   bool prefill_done_ = false;

@@ -10,8 +10,10 @@ namespace {
 constexpr std::string_view version = "troupe-sim 0.1.0";
 
 nlohmann::json model_card(const sim_config& cfg, const worker_facts& facts) {
-  return {{"id", cfg.model_id},   {"object", "model"},    {"created", facts.started_at},
-          {"owned_by", "sglang"}, {"root", cfg.model_id}, {"max_model_len", cfg.context_length}};
+  // `owned_by` names the engine, which is how gateways (smg, Troupe) detect it.
+  return {{"id", cfg.model_id},          {"object", "model"},
+          {"created", facts.started_at}, {"owned_by", to_string(cfg.runtime)},
+          {"root", cfg.model_id},        {"max_model_len", cfg.context_length}};
 }
 
 } // namespace
@@ -69,6 +71,15 @@ void serve_server_info(const sim_context& ctx, const worker_facts& facts, exchan
        nlohmann::json::array({{{"load", ctx.stats.active}, {"last_gen_throughput", 0.0}}})},
       {"sim", to_json(cfg)},
   };
+  if (cfg.runtime == engine_runtime::vllm) {
+    // As vLLM's `/server_info` shows its config: the KV connector a gateway must speak.
+    const auto kv_role = cfg.role == worker_role::prefill  ? "kv_producer"
+                         : cfg.role == worker_role::decode ? "kv_consumer"
+                                                           : "kv_both";
+    info["kv_transfer_config"] = {{"kv_connector", to_string(cfg.connector)},
+                                  {"kv_role", kv_role},
+                                  {"engine_id", cfg.kv_engine_id}};
+  }
   respond(*x.reply, 200, dump(info));
 }
 
@@ -78,6 +89,13 @@ void serve_load(const sim_context& ctx, exchange& x) {
                                        {"num_reqs", ctx.stats.active},
                                        {"num_waiting_reqs", 0},
                                        {"num_tokens", ctx.stats.active_tokens}}})));
+}
+
+void serve_version(const sim_context& ctx, exchange& x) {
+  if (ctx.config.runtime != engine_runtime::vllm) {
+    return respond_error(x, make_error(protocol::error_code::not_found, "Not Found: /version"));
+  }
+  respond(*x.reply, 200, dump({{"version", version}}));
 }
 
 void serve_health(const sim_context& ctx, exchange& x) {

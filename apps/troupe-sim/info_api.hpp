@@ -32,6 +32,9 @@ void serve_server_info(const sim_context& ctx, const worker_facts& facts, exchan
 /// `GET /get_load`: one entry per DP rank (one rank), as smg reads it.
 void serve_load(const sim_context& ctx, exchange& x);
 
+/// `GET /version`: vLLM's `{"version"}` (how gateways tell vLLM from SGLang); 404 as SGLang.
+void serve_version(const sim_context& ctx, exchange& x);
+
 /// `GET /health`, `GET /health_generate`: empty 200, or `health_status` with an error body.
 void serve_health(const sim_context& ctx, exchange& x);
 

@@ -12,7 +12,7 @@ namespace {
 constexpr double inf = std::numeric_limits<double>::infinity();
 using sc = sim_config;
 
-constexpr std::array<knob, 11> knob_table{{
+constexpr std::array<knob, 13> knob_table{{
     {"ttft_base_ms", "Fixed part of the time to first token (ms)", &sc::ttft_base_ms, 0, inf},
     {"prefill_us_per_token", "Prefill cost per uncached prompt token (us)",
      &sc::prefill_us_per_token, 0, inf},
@@ -35,6 +35,12 @@ constexpr std::array<knob, 11> knob_table{{
      100, 599},
     {"bootstrap_timeout_ms", "How long a decode worker waits for its prefill (ms)",
      &sc::bootstrap_timeout_ms, 0, inf},
+    {"kv_transfer_us_per_token",
+     "vLLM decode: time to fetch the KV cache of one prompt token from the prefill (us)",
+     &sc::kv_transfer_us_per_token, 0, inf},
+    {"kv_hold_timeout_ms",
+     "vLLM prefill: how long the KV blocks of a finished prefill stay pinned unread (ms)",
+     &sc::kv_hold_timeout_ms, 0, inf},
 }};
 
 std::string flag_name(std::string_view name) {
@@ -71,6 +77,14 @@ std::string_view to_string(worker_role r) noexcept {
   return "regular";
 }
 
+std::string_view to_string(engine_runtime r) noexcept {
+  return r == engine_runtime::vllm ? "vllm" : "sglang";
+}
+
+std::string_view to_string(kv_connector c) noexcept {
+  return c == kv_connector::mooncake ? "MooncakeConnector" : "NixlConnector";
+}
+
 std::span<const knob> runtime_knobs() noexcept {
   return knob_table;
 }
@@ -93,9 +107,31 @@ void add_flags(CLI::App& app, sim_config& cfg) {
          "regular, prefill or decode (prefill/decode disaggregation; `null` means regular)")
       ->check(CLI::IsMember({"regular", "null", "prefill", "decode"}))
       ->default_str("regular");
-  app.add_option("--bootstrap-port,--disaggregation-bootstrap-port", cfg.bootstrap_port,
-                 "Port of the bootstrap server a prefill worker runs for its decode peers")
+  app.add_option_function<std::string>(
+         "--runtime,--engine",
+         [&cfg](const std::string& v) {
+           cfg.runtime = v == "vllm" ? engine_runtime::vllm : engine_runtime::sglang;
+         },
+         "The engine played: sglang (PD by dual dispatch and bootstrap rooms) or vllm (PD in "
+         "sequence: kv_transfer_params, KV blocks fetched from the prefill)")
+      ->check(CLI::IsMember({"sglang", "vllm"}))
+      ->default_str("sglang");
+  app.add_option("--bootstrap-port,--disaggregation-bootstrap-port,--kv-port", cfg.bootstrap_port,
+                 "Role prefill: port of the bootstrap server (sglang) or of the KV side channel "
+                 "(vllm) its decode peers ask")
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--kv-connector",
+         [&cfg](const std::string& v) {
+           cfg.connector = v == "MooncakeConnector" || v == "mooncake" ? kv_connector::mooncake
+                                                                       : kv_connector::nixl;
+         },
+         "vllm: the KV connector played, NixlConnector (the prefill returns its block ids) or "
+         "MooncakeConnector (a transfer id minted by the gateway)")
+      ->check(CLI::IsMember({"NixlConnector", "nixl", "MooncakeConnector", "mooncake"}))
+      ->default_str("NixlConnector");
+  app.add_option("--kv-engine-id", cfg.kv_engine_id,
+                 "vllm: the engine id of kv_transfer_params (default: a fresh one)");
   app.add_option("--request-log-size", cfg.request_log_size, "Requests kept for GET /sim/requests")
       ->capture_default_str();
   app.add_option("--log-level", cfg.log_level, "trace, debug, info, warn, error, off")
@@ -205,7 +241,10 @@ nlohmann::json to_json(const sim_config& cfg) {
       {"port", cfg.port},
       {"model_id", cfg.model_id},
       {"role", to_string(cfg.role)},
+      {"runtime", to_string(cfg.runtime)},
       {"bootstrap_port", cfg.bootstrap_port},
+      {"kv_connector", to_string(cfg.connector)},
+      {"kv_engine_id", cfg.kv_engine_id},
       {"request_log_size", cfg.request_log_size},
       {"log_level", cfg.log_level},
       {"seed", cfg.seed},

@@ -26,6 +26,24 @@ enum class worker_role {
 /// `regular`, `prefill` or `decode`.
 std::string_view to_string(worker_role r) noexcept;
 
+/// The engine a worker plays, which decides how its PD roles hand the KV cache over.
+enum class engine_runtime {
+  sglang, ///< Dual dispatch: both roles get the request at once and meet in a bootstrap room.
+  vllm,   ///< Sequential: the prefill returns `kv_transfer_params`, the decode fetches the blocks.
+};
+
+/// `sglang` or `vllm`.
+std::string_view to_string(engine_runtime r) noexcept;
+
+/// vLLM's KV connector a worker plays (`kv_transfer_config.kv_connector`).
+enum class kv_connector {
+  nixl,     ///< NixlConnector: the prefill returns the block ids, the decode pulls them.
+  mooncake, ///< MooncakeConnector: the gateway mints a transfer id and names the prefill.
+};
+
+/// `NixlConnector` or `MooncakeConnector`.
+std::string_view to_string(kv_connector c) noexcept;
+
 /// Every setting of the simulator. Those in `runtime_knobs()` may change while it runs.
 struct sim_config {
   // -- serving --
@@ -33,10 +51,13 @@ struct sim_config {
   std::uint16_t port = 30000;         ///< Main HTTP port.
   std::string model_id = "sim-model"; ///< The one model served.
   worker_role role = worker_role::regular;
-  std::uint16_t bootstrap_port = 8998; ///< Port of the bootstrap server (role prefill).
-  std::size_t request_log_size = 1000; ///< Requests kept for `GET /sim/requests`.
-  std::string log_level = "info";      ///< spdlog level.
-  std::uint64_t seed = 0;              ///< Seed of the random choices (error rate, ids); 0: fresh.
+  engine_runtime runtime = engine_runtime::sglang; ///< The engine played.
+  std::uint16_t bootstrap_port = 8998; ///< Bootstrap (SGLang) or KV side-channel (vLLM) port.
+  kv_connector connector = kv_connector::nixl; ///< vLLM: the KV connector played.
+  std::string kv_engine_id;                    ///< vLLM: the engine id; empty: a fresh one.
+  std::size_t request_log_size = 1000;         ///< Requests kept for `GET /sim/requests`.
+  std::string log_level = "info";              ///< spdlog level.
+  std::uint64_t seed = 0; ///< Seed of the random choices (error rate, ids); 0: fresh.
 
   // -- model --
   std::size_t context_length = 32768;        ///< Reported context length.
@@ -56,6 +77,8 @@ struct sim_config {
   std::int64_t drop_after_events = -1; ///< Close the connection after this many SSE events.
   std::int64_t health_status = 200;    ///< What `GET /health` answers.
   double bootstrap_timeout_ms = 5000;  ///< How long a decode waits for its prefill.
+  double kv_transfer_us_per_token = 2; ///< vLLM decode: time to fetch one token's KV.
+  double kv_hold_timeout_ms = 480000;  ///< vLLM prefill: how long unread KV blocks stay pinned.
 };
 
 /// One run-time knob: a member of `sim_config`, its flag and its JSON name.

@@ -1,5 +1,6 @@
 #include "apps/troupe-sim/sim_stats.hpp"
 
+#include "apps/troupe-sim/kv_store.hpp"
 #include "apps/troupe-sim/prefix_cache.hpp"
 
 namespace troupe::sim {
@@ -22,7 +23,8 @@ void sim_stats::count(std::string_view path) {
   }
 }
 
-nlohmann::json sim_stats::to_json(const prefix_cache& cache) const {
+nlohmann::json sim_stats::to_json(const prefix_cache& cache, const kv_store& store) const {
+  const auto& held = store.counters();
   return {
       {"active", active},
       {"total", total},
@@ -33,7 +35,17 @@ nlohmann::json sim_stats::to_json(const prefix_cache& cache) const {
         {"timeouts", rendezvous.timeouts},
         {"rejected", rendezvous.rejected},
         {"skipped", rendezvous.skipped},
-        {"rooms", rendezvous.rooms}}}};
+        {"rooms", rendezvous.rooms}}},
+      {"kv",
+       {{"pinned_blocks", store.pinned_blocks()},
+        {"pins", held.pins},
+        {"sent_blocks", held.sent_blocks},
+        {"expired_blocks", held.expired_blocks},
+        {"refused_reads", held.refused_reads},
+        {"fetches", kv.fetches},
+        {"fetched_blocks", kv.fetched_blocks},
+        {"fetch_failures", kv.fetch_failures},
+        {"recomputed", kv.recomputed}}}};
 }
 
 } // namespace troupe::sim

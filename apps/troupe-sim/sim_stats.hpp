@@ -12,6 +12,7 @@
 namespace troupe::sim {
 
 class prefix_cache;
+class kv_store;
 
 /// Counters of the PD rendezvous (decode side, and rejections on both sides).
 struct rendezvous_counters {
@@ -22,6 +23,14 @@ struct rendezvous_counters {
   std::uint64_t rooms = 0;    ///< Rooms recorded by this worker as a prefill.
 };
 
+/// Counters of vLLM's KV handoff, decode side.
+struct kv_counters {
+  std::uint64_t fetches = 0;        ///< Requests whose KV blocks were read from a prefill.
+  std::uint64_t fetched_blocks = 0; ///< Blocks read.
+  std::uint64_t fetch_failures = 0; ///< Requests refused because their blocks could not be read.
+  std::uint64_t recomputed = 0;     ///< Decode requests without params: the prompt computed here.
+};
+
 /// What `GET /sim/stats` reports (request counts exclude `/sim/*` and `/health`).
 struct sim_stats {
   std::size_t active = 0;  ///< Data-plane requests in flight.
@@ -30,12 +39,14 @@ struct sim_stats {
       0; ///< Prompt and planned output tokens of the generations in flight.
   std::map<std::string, std::uint64_t, std::less<>> by_path; ///< Requests per path (bounded).
   rendezvous_counters rendezvous;
+  kv_counters kv;
 
   /// Counts a request for `path`.
   void count(std::string_view path);
 
-  /// `{"active","total","by_path","cache":{"blocks","hits","misses"},"rendezvous":{...}}`.
-  nlohmann::json to_json(const prefix_cache& cache) const;
+  /// `{"active","total","by_path","cache":{"blocks","hits","misses"},"rendezvous":{...},
+  /// "kv":{...}}`.
+  nlohmann::json to_json(const prefix_cache& cache, const kv_store& store) const;
 };
 
 /// Holds one unit of `sim_stats::active` while alive, and keeps the stats alive: a request

@@ -43,8 +43,13 @@ simulator::simulator(net::io_context& ioc, sim_config cfg, std::shared_ptr<spdlo
               }),
       started_at_(unix_now()) {
   if (ctx_->config.role == worker_role::prefill) {
-    bootstrap_ = std::make_unique<bootstrap_server>(ioc, ctx_->config.host,
-                                                    ctx_->config.bootstrap_port, ctx_->rooms);
+    if (ctx_->config.runtime == engine_runtime::vllm) {
+      kv_server_ = std::make_unique<kv_server>(ioc, ctx_->config.host, ctx_->config.bootstrap_port,
+                                               ctx_->kv);
+    } else {
+      bootstrap_ = std::make_unique<bootstrap_server>(ioc, ctx_->config.host,
+                                                      ctx_->config.bootstrap_port, ctx_->rooms);
+    }
   }
 }
 
@@ -91,6 +96,7 @@ std::vector<route<simulator::handler>> simulator::make_routes() {
       {verb::get, "/get_server_info", openai, info, facts_ctx(&serve_server_info)},
       {verb::get, "/server_info", openai, info, facts_ctx(&serve_server_info)},
       {verb::get, "/get_load", openai, info, cctx(&serve_load)},
+      {verb::get, "/version", openai, info, cctx(&serve_version)},
       {verb::get, "/health_generate", openai, info, cctx(&serve_health)},
       {verb::get, "/health", openai, control, cctx(&serve_health)},
       {verb::post, "/flush_cache", openai, info, ctx(&serve_flush_cache)},
@@ -112,6 +118,12 @@ boost::system::error_code simulator::start() {
       return ec;
     }
   }
+  if (kv_server_) {
+    if (auto ec = kv_server_->start()) {
+      return ec;
+    }
+    ctx_->kv_port = kv_server_->port();
+  }
   return {};
 }
 
@@ -120,10 +132,13 @@ void simulator::stop() {
   if (bootstrap_) {
     bootstrap_->stop();
   }
+  if (kv_server_) {
+    kv_server_->stop();
+  }
 }
 
 std::uint16_t simulator::bootstrap_port() const noexcept {
-  return bootstrap_ ? bootstrap_->port() : 0;
+  return bootstrap_ ? bootstrap_->port() : kv_server_ ? kv_server_->port() : 0;
 }
 
 void simulator::handle(transport::request&& req, transport::inbound_status status,
@@ -260,25 +275,90 @@ std::optional<gen_request> simulator::prepare(exchange& x, api_family& family,
     return std::nullopt;
   }
   auto req = std::get<gen_request>(std::move(parsed));
-  if (ctx_->config.role != worker_role::regular) {
-    // SGLang's scheduler refuses a disaggregated request without a room, on both sides.
-    bool missing = req.bootstrap.size() != req.prompts.size();
-    for (const auto& b : req.bootstrap) {
-      missing = missing || !b.room;
-    }
-    if (missing) {
-      ++ctx_->stats.rendezvous.rejected;
-      const auto rid = body.contains("rid") && body["rid"].is_string()
-                           ? body["rid"].get<std::string>()
-                           : make_id("", ctx_->rng);
-      respond_error(x, bad_request("Invalid request: Disaggregated request received without "
-                                   "bootstrap room id. req.rid='" +
-                                       rid + "'",
-                                   "bootstrap_room"));
-      return std::nullopt;
-    }
+  const bool ok = ctx_->config.runtime == engine_runtime::vllm ? read_kv_params(x, req, body)
+                                                               : check_bootstrap(x, req, body);
+  if (!ok) {
+    return std::nullopt;
   }
   return req;
+}
+
+bool simulator::check_bootstrap(exchange& x, const gen_request& req, const nlohmann::json& body) {
+  if (ctx_->config.role == worker_role::regular) {
+    return true;
+  }
+  // SGLang's scheduler refuses a disaggregated request without a room, on both sides.
+  bool missing = req.bootstrap.size() != req.prompts.size();
+  for (const auto& b : req.bootstrap) {
+    missing = missing || !b.room;
+  }
+  if (!missing) {
+    return true;
+  }
+  ++ctx_->stats.rendezvous.rejected;
+  const auto rid = body.contains("rid") && body["rid"].is_string() ? body["rid"].get<std::string>()
+                                                                   : make_id("", ctx_->rng);
+  respond_error(x, bad_request("Invalid request: Disaggregated request received without "
+                               "bootstrap room id. req.rid='" +
+                                   rid + "'",
+                               "bootstrap_room"));
+  return false;
+}
+
+bool simulator::read_kv_params(exchange& x, gen_request& req, const nlohmann::json& body) {
+  auto parsed = parse_kv_transfer_params(body);
+  if (auto* err = std::get_if<api_error>(&parsed)) {
+    respond_error(x, *err);
+    return false;
+  }
+  req.kv = std::get<std::optional<kv_params>>(std::move(parsed));
+  if (!req.kv || !req.kv->do_remote_prefill) {
+    return true;
+  }
+  // A decode leg: the params must say where the blocks are, or the transfer cannot happen.
+  auto refuse = [&](std::string why) {
+    ++ctx_->stats.kv.fetch_failures;
+    respond_error(x, bad_request("Invalid kv_transfer_params: " + why, "kv_transfer_params"));
+    return false;
+  };
+  if (req.prompts.size() != 1) {
+    return refuse("a KV transfer serves one prompt, this request has " +
+                  std::to_string(req.prompts.size()));
+  }
+  const auto& kv = *req.kv;
+  std::vector<std::string> missing;
+  if (!kv.remote_engine_id) {
+    missing.emplace_back("remote_engine_id");
+  }
+  if (ctx_->config.connector == kv_connector::mooncake) {
+    if (!kv.transfer_id) {
+      missing.emplace_back("transfer_id");
+    }
+    std::string host;
+    std::uint16_t port = 0;
+    if (!kv.bootstrap_addr) {
+      missing.emplace_back("remote_bootstrap_addr");
+    } else if (!split_host_port(*kv.bootstrap_addr, host, port)) {
+      return refuse("'remote_bootstrap_addr' must be http://host:port");
+    }
+  } else {
+    for (auto [name, present] : {std::pair{"remote_block_ids", kv.remote_block_ids.has_value()},
+                                 std::pair{"remote_host", kv.remote_host.has_value()},
+                                 std::pair{"remote_port", kv.remote_port.has_value()}}) {
+      if (!present) {
+        missing.emplace_back(name);
+      }
+    }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) {
+      list += (list.empty() ? "" : ", ") + m;
+    }
+    return refuse("do_remote_prefill without " + list + " (" +
+                  std::string(to_string(ctx_->config.connector)) + ")");
+  }
+  return true;
 }
 
 void simulator::serve_generation(exchange& x, api_family& family) {

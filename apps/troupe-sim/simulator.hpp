@@ -8,6 +8,7 @@
 #include "apps/troupe-sim/bootstrap_server.hpp"
 #include "apps/troupe-sim/exchange.hpp"
 #include "apps/troupe-sim/info_api.hpp"
+#include "apps/troupe-sim/kv_server.hpp"
 #include "apps/troupe-sim/route_table.hpp"
 #include "apps/troupe-sim/sim_context.hpp"
 #include "apps/troupe-sim/sim_server.hpp"
@@ -42,7 +43,7 @@ public:
   /// The bound main port.
   std::uint16_t port() const noexcept { return server_.port(); }
 
-  /// The bound bootstrap port (0 unless the role is prefill).
+  /// The bound bootstrap (SGLang) or KV side-channel (vLLM) port (0 unless the role is prefill).
   std::uint16_t bootstrap_port() const noexcept;
 
   /// Handles one request of the main port.
@@ -61,6 +62,8 @@ private:
   void inject_faults(exchange& x, const handler& next);
   std::optional<nlohmann::json> read_json(exchange& x);
   std::optional<gen_request> prepare(exchange& x, api_family& family, const nlohmann::json& body);
+  bool check_bootstrap(exchange& x, const gen_request& req, const nlohmann::json& body);
+  bool read_kv_params(exchange& x, gen_request& req, const nlohmann::json& body);
   void serve_generation(exchange& x, api_family& family);
   void respond_after(exchange& x, std::size_t prompt_tokens, std::string body);
 
@@ -80,6 +83,7 @@ private:
   route_table<handler> routes_;
   sim_server server_;
   std::unique_ptr<bootstrap_server> bootstrap_;
+  std::unique_ptr<kv_server> kv_server_;
   std::int64_t started_at_;
   std::uint64_t seq_ = 0;
 };

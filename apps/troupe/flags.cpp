@@ -77,6 +77,16 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->expected(1, 2)
       ->allow_extra_args(false);
   app.add_option("--decode", cfg.decode_urls, "Decode worker URL (repeatable)")->expected(1);
+  app.add_option("--pd-runtime", cfg.pd_runtime,
+                 "Engine of the --prefill/--decode workers: sglang (dual dispatch) or vllm "
+                 "(prefill, then decode with its kv_transfer_params); default: what each "
+                 "worker reports (/v1/models owned_by), else sglang")
+      ->check(CLI::IsMember({"sglang", "vllm"}));
+  app.add_option("--pd-kv-connector", cfg.pd_kv_connector,
+                 "vLLM: KV connector of the --prefill workers: NixlConnector (default), "
+                 "MooncakeConnector or passthrough")
+      ->check(
+          CLI::IsMember({"NixlConnector", "nixl", "MooncakeConnector", "mooncake", "passthrough"}));
   app.add_option("--backend", cfg.backend,
                  "What --worker-urls run: sglang or vllm (self-hosted), openai or anthropic "
                  "(external providers using --openai-api-key / --anthropic-api-key)")
@@ -123,13 +133,21 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   bool disable_retries = false;
   app.add_flag("--disable-retries", disable_retries, "Never try another worker after a failure");
   auto& tuning = cfg.policy_tuning;
-  app.add_option("--cache-threshold", tuning.cache_threshold,
+  app.add_option("--cache-aware-mode", tuning.cache_aware_mode,
+                 "cache_aware: score (the prefill a worker saves weighed against its queue) or "
+                 "smg (smg's thresholds: the longest match until the load is imbalanced)")
+      ->check(CLI::IsMember({"score", "smg"}));
+  app.add_option("--cache-aware-load-weight", tuning.cache_aware_load_weight,
+                 "cache_aware score mode: a request in flight weighs this many mean prompts "
+                 "against the prefix a worker holds")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--cache-threshold,--cache-match-threshold", tuning.cache_threshold,
                  "cache_aware: share of the prompt a worker must hold for the request to follow it")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--balance-abs-threshold", tuning.balance_abs_threshold,
+  app.add_option("--balance-abs-threshold,--spill-abs-threshold", tuning.balance_abs_threshold,
                  "cache_aware: load is imbalanced when the busiest worker has more than this many "
                  "requests in flight above the idlest...");
-  app.add_option("--balance-rel-threshold", tuning.balance_rel_threshold,
+  app.add_option("--balance-rel-threshold,--spill-rel-threshold", tuning.balance_rel_threshold,
                  "...and more than this many times the idlest's load")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-tree-size", tuning.max_tree_size,
@@ -139,6 +157,38 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--eviction-interval-secs,--eviction-interval", eviction_secs,
                  "cache_aware: smg's eviction sweep; accepted, unused (Troupe trims on insert)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--least-load-max-waiting-requests", tuning.least_load_max_waiting_requests,
+                 "least_load: skip workers with this many requests in flight (0: never)");
+  app.add_option("--least-load-kv-pressure-weight", tuning.least_load_kv_pressure_weight,
+                 "least_load: smg's KV-pressure weight; accepted, shown, needs engine KV reports")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--least-load-default-throughput", tuning.least_load_default_throughput,
+                 "least_load: smg's fallback throughput; accepted, shown")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--least-load-mean-prefill-tokens", tuning.least_load_mean_prefill_tokens,
+                 "least_load: smg's mean prefill estimate; accepted, shown")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefix-token-count", tuning.prefix_token_count,
+                 "prefix_hash: tokens of the prompt's head hashed (4 bytes of prompt each)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefix-hash-load-factor", tuning.prefix_hash_load_factor,
+                 "prefix_hash: a worker above this many times the mean load is overloaded...")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefix-hash-balance-abs-threshold", tuning.prefix_hash_balance_abs_threshold,
+                 "...and above the mean plus this many requests");
+  app.add_option("--cache-boundaries", tuning.cache_boundaries,
+                 "prefix_hash: token positions where engines keep reusable prefix state "
+                 "(comma-separated); the deepest one a prompt reaches is hashed first")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  long long max_idle_secs = tuning.max_idle.count();
+  app.add_option("--max-idle-secs,--sticky-key-idle-secs", max_idle_secs,
+                 "manual: a routing key unused this long is forgotten")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--assignment-mode", tuning.assignment_mode,
+                 "manual: how a new routing key picks its worker (random, min_load: fewest "
+                 "requests, min_group: fewest keys, delegate: as min_load)")
+      ->check(CLI::IsMember({"random", "min_load", "min_group", "delegate"}));
 
   // -- limits --
   app.add_option("--max-payload-size", cfg.max_payload_size, "Largest request body, in bytes")
@@ -354,6 +404,17 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     retry.max_retries = 0;
   }
   tuning.eviction_interval = std::chrono::seconds(eviction_secs);
+  tuning.max_idle = std::chrono::seconds(max_idle_secs);
+  {
+    auto decode = cfg.decode_policy.empty() ? cfg.policy : cfg.decode_policy;
+    if (decode == "bucket" && cfg.pd_disaggregation) {
+      // smg's rule: buckets split prompt lengths, which only the prefill half computes.
+      std::cerr << "troupe: --decode-policy (default: --policy) cannot be bucket: buckets "
+                   "split prompt lengths, which only the prefill half computes\n";
+      exit_code = 2;
+      return std::nullopt;
+    }
+  }
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
   cfg.client_write_timeout = std::chrono::seconds(client_write_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);

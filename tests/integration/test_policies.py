@@ -169,6 +169,101 @@ class ConsistentHashTest(ProcessTestCase):
         self.assertEqual(summary["picks.routing_key"], 3 * len(keys) + 1)
 
 
+def completions(gw, key=None, prompt="hi"):
+    headers = {"x-smg-routing-key": key} if key else {}
+    r = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": prompt, "max_tokens": 1},
+             headers=headers)
+    assert r.status == 200, r
+    return r
+
+
+def owners(sims, field):
+    """{value of `field` of a /v1/completions request: simulators that received it}."""
+    where = {}
+    for idx, sim in enumerate(sims):
+        for req in sim.requests():
+            if req["path"] == "/v1/completions":
+                where.setdefault(field(req), set()).add(idx)
+    return where
+
+
+class SmgPoliciesTest(ProcessTestCase):
+    """manual, prefix_hash, least_load and bucket behind a real gateway."""
+
+    def fleet(self, *flags, n=3):
+        sims = [self.sim() for _ in range(n)]
+        gw = self.gateway(*flags, workers=sims)
+        wait_all_routable(gw, n)
+        return sims, gw
+
+    def test_manual_keeps_each_routing_key_on_one_worker(self):
+        sims, gw = self.fleet("--policy", "manual", "--assignment-mode", "min_group")
+        keys = [f"session-{i}" for i in range(12)]
+        for _ in range(3):
+            for k in keys:
+                completions(gw, k)
+        where = owners(sims, lambda r: r["headers"].get("x-smg-routing-key"))
+        self.assertEqual(sorted(where), sorted(keys))
+        for k, o in where.items():
+            self.assertEqual(len(o), 1, f"{k} went to {o}")
+        # min_group: 12 keys over 3 workers, 4 each.
+        counts = [sum(1 for o in where.values() if o == {i}) for i in range(3)]
+        self.assertEqual(counts, [4, 4, 4])
+        summary = policy_summary(gw)
+        self.assertEqual((summary["strategy"], summary["routing_keys"], summary["picks.sticky"]),
+                         ("manual", 12, 24))
+
+    def test_prefix_hash_keeps_a_prompt_head_on_one_worker(self):
+        sims, gw = self.fleet("--policy", "prefix_hash", "--prefix-token-count", "64")
+        heads = [f"system {i} " + "x" * 400 for i in range(12)]
+        for h in heads:
+            for q in ("first", "second", "third"):
+                completions(gw, prompt=h + q)
+        where = owners(sims, lambda r: r["json"]["prompt"][:256])
+        self.assertEqual(len(where), 12)
+        for head, o in where.items():
+            self.assertEqual(len(o), 1, f"one head went to {o}")
+        self.assertGreater(len({next(iter(o)) for o in where.values()}), 1, "heads spread")
+        self.assertEqual(policy_summary(gw)["picks.ring_hit"], 36)
+
+    def test_least_load_and_bucket_start_and_route(self):
+        sims, gw = self.fleet("--policy", "least_load", "--least-load-max-waiting-requests",
+                              "4", n=2)
+        for _ in range(6):
+            completions(gw)
+        self.assertEqual(policy_summary(gw)["max_waiting_requests"], 4)
+        self.assertEqual(sum(len(s.requests()) > 0 for s in sims), 2)
+        sims, gw = self.fleet("--policy", "bucket", n=2)
+        completions(gw, prompt="short")
+        self.assertEqual(policy_summary(gw)["strategy"], "bucket")
+
+    def test_the_target_worker_header_picks_the_worker(self):
+        sims, gw = self.fleet("--policy", "round_robin")
+        ids = [w["id"] for w in gw.workers()]
+        urls = [w["url"] for w in gw.workers()]
+        body = {"model": MODEL, "prompt": "hi", "max_tokens": 1}
+        for target, idx in ((ids[1], 1), (urls[2], 2), ("0", 0)):
+            for _ in range(3):
+                r = post(gw.url + "/v1/completions", body,
+                         headers={"x-smg-target-worker": target})
+                self.assertEqual(r.status, 200, r)
+            got = [len([q for q in s.requests() if q["path"] == "/v1/completions"])
+                   for s in sims]
+            self.assertEqual(got[idx], 3, (target, got))
+            for s in sims:
+                s.clear()
+        r = post(gw.url + "/v1/completions", body, headers={"x-smg-target-worker": "w-nobody"})
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("names no regular worker", r.json()["error"]["message"])
+        self.assertEqual(policy_summary(gw)["targeted"], 9)
+
+    def test_bucket_is_refused_as_the_decode_policy(self):
+        pd = ["--pd-disaggregation", "--prefill", "http://127.0.0.1:1",
+              "--decode", "http://127.0.0.1:2"]
+        assert_each_refused(self, ["--policy", "bucket", *pd], ["--decode-policy", "bucket", *pd],
+                            ["--assignment-mode", "sticky"], ["--max-idle-secs", "0"])
+
+
 class PolicyFlagsTest(ProcessTestCase):
     def test_smg_spellings_and_tuning_flags(self):
         sim = self.sim()

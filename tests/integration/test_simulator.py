@@ -834,6 +834,224 @@ class TestPrefillDecode(ProcessTestCase):
                          "prefill")
 
 
+def long_prompt(words=40, word="kv"):
+    return " ".join(f"{word}{i}" for i in range(words))
+
+
+class TestVllmPrefillDecode(ProcessTestCase):
+    """The vLLM roles: the prefill pins its blocks and names them in kv_transfer_params, the
+    decode reads them from the prefill's KV side channel (NIXL's, or Mooncake's by transfer id)."""
+
+    PREFILL_PARAMS = {"do_remote_decode": True, "do_remote_prefill": False,
+                      "remote_engine_id": None, "remote_block_ids": None,
+                      "remote_host": None, "remote_port": None}
+
+    def pair(self, *flags, decode_flags=()):
+        kport = free_port()
+        prefill = self.sim("--runtime", "vllm", "--kv-engine-id", "engine-p", *flags,
+                           role="prefill", bootstrap_port=kport)
+        decode = self.sim("--runtime", "vllm", "--bootstrap-timeout-ms", "2000", *flags,
+                          *decode_flags, role="decode")
+        return prefill, decode, kport
+
+    def prefill_leg(self, prefill, body, path="/v1/chat/completions"):
+        cap = "max_output_tokens" if path == "/v1/responses" else "max_tokens"
+        leg = dict(body, stream=False, kv_transfer_params=self.PREFILL_PARAMS, **{cap: 1})
+        leg.pop("stream_options", None)
+        r = post(prefill.url + path, leg)
+        self.assertEqual(r.status, 200, r)
+        return r.json()
+
+    def test_nixl_handoff_names_the_full_blocks_and_frees_them_when_read(self):
+        prefill, decode, kport = self.pair()
+        body = chat(long_prompt(40), max_tokens=5)  # "user:" + 40 words: 41 tokens, 2 blocks
+        p = self.prefill_leg(prefill, body)
+        self.assertEqual(p["usage"]["completion_tokens"], 1)
+        self.assertEqual(p["choices"][0]["finish_reason"], "length")
+        params = p["kv_transfer_params"]
+        self.assertEqual(params["do_remote_prefill"], True)
+        self.assertEqual(params["do_remote_decode"], False)
+        self.assertEqual(params["remote_engine_id"], "engine-p")
+        self.assertEqual(params["remote_host"], "127.0.0.1")
+        self.assertEqual(params["remote_port"], kport)
+        self.assertEqual(len(params["remote_block_ids"]), 2)
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 2)
+
+        d = post(decode.url + "/v1/chat/completions", dict(body, kv_transfer_params=params))
+        self.assertEqual(d.status, 200, d)
+        self.assertEqual(d.json()["usage"]["prompt_tokens"], 41)
+        self.assertEqual(d.json()["usage"]["completion_tokens"], 5)
+        self.assertNotIn("kv_transfer_params", d.json())
+        dk, pk = decode.stats()["kv"], prefill.stats()["kv"]
+        self.assertEqual((dk["fetches"], dk["fetched_blocks"], dk["recomputed"]), (1, 2, 0))
+        self.assertEqual((pk["pinned_blocks"], pk["sent_blocks"], pk["pins"]), (0, 2, 1))
+
+        # Read once: the same params again name blocks that are gone.
+        again = post(decode.url + "/v1/chat/completions", dict(body, kv_transfer_params=params))
+        self.assertEqual(again.status, 500, again)
+        self.assertIn("KV transfer from the prefill worker failed", again.json()["error"]["message"])
+        self.assertIn("not pinned", again.json()["error"]["message"])
+        self.assertEqual(decode.stats()["kv"]["fetch_failures"], 1)
+
+    def test_a_wrong_relay_fails_visibly(self):
+        prefill, decode, _ = self.pair()
+        params = self.prefill_leg(prefill, chat(long_prompt(40)))["kv_transfer_params"]
+        # Another prompt, the first one's blocks.
+        other = post(decode.url + "/v1/chat/completions",
+                     chat(long_prompt(40, word="other"), kv_transfer_params=params))
+        self.assertEqual(other.status, 500, other)
+        self.assertIn("holds another prompt", other.json()["error"]["message"])
+        # Another engine's id.
+        wrong = post(decode.url + "/v1/chat/completions",
+                     chat(long_prompt(40), kv_transfer_params=dict(params,
+                                                                   remote_engine_id="engine-x")))
+        self.assertEqual(wrong.status, 500, wrong)
+        self.assertIn("engine-x", wrong.json()["error"]["message"])
+        # Params that say where nothing is.
+        bad = post(decode.url + "/v1/chat/completions",
+                   chat(long_prompt(40), kv_transfer_params={"do_remote_prefill": True}))
+        self.assertEqual(bad.status, 400, bad)
+        self.assertIn("remote_engine_id, remote_block_ids, remote_host, remote_port",
+                      bad.json()["error"]["message"])
+        typed = post(decode.url + "/v1/chat/completions",
+                     chat(kv_transfer_params=dict(params, remote_port="x")))
+        self.assertEqual(typed.status, 400, typed)
+        # The refusals freed nothing: the right prompt still gets its blocks.
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 2)
+        self.assertEqual(prefill.stats()["kv"]["refused_reads"], 2)
+        ok = post(decode.url + "/v1/chat/completions",
+                  chat(long_prompt(40), kv_transfer_params=params))
+        self.assertEqual(ok.status, 200, ok)
+
+    def test_unread_blocks_expire_after_the_hold_timeout(self):
+        prefill, decode, _ = self.pair("--kv-hold-timeout-ms", "200")
+        params = self.prefill_leg(prefill, chat(long_prompt(40)))["kv_transfer_params"]
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 2)
+        wait_until(lambda: prefill.stats()["kv"]["expired_blocks"] == 2, 5, what="expiry")
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 0)
+        r = post(decode.url + "/v1/chat/completions",
+                 chat(long_prompt(40), kv_transfer_params=params))
+        self.assertEqual(r.status, 500, r)
+
+    def test_decode_without_params_computes_the_prompt_itself(self):
+        _, decode, _ = self.pair()
+        r = post(decode.url + "/v1/chat/completions", chat(long_prompt(40)))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(decode.stats()["kv"]["recomputed"], 1)
+        self.assertEqual(decode.stats()["kv"]["fetches"], 0)
+
+    def test_prefill_that_stops_by_itself_hands_nothing_over(self):
+        prefill, _, _ = self.pair("--output-tokens", "3")
+        leg = chat(long_prompt(40), max_tokens=10, kv_transfer_params=self.PREFILL_PARAMS)
+        r = post(prefill.url + "/v1/chat/completions", leg)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json()["choices"][0]["finish_reason"], "stop")
+        self.assertNotIn("kv_transfer_params", r.json())
+        self.assertEqual(prefill.stats()["kv"]["pins"], 0)
+
+    def test_a_prompt_shorter_than_a_block_moves_nothing(self):
+        prefill, decode, _ = self.pair()
+        params = self.prefill_leg(prefill, chat("short prompt"))["kv_transfer_params"]
+        self.assertEqual(params["remote_block_ids"], [])
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 0)
+        r = post(decode.url + "/v1/chat/completions", chat("short prompt",
+                                                           kv_transfer_params=params))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(decode.stats()["kv"]["fetches"], 0)
+
+    def test_the_transfer_is_timed_by_the_latency_model(self):
+        # 64 words + "user:" = 65 tokens: 4 blocks = 64 tokens at 3 ms each.
+        prefill, decode, _ = self.pair(decode_flags=("--kv-transfer-us-per-token", "3000"))
+        body = chat(long_prompt(64), max_tokens=2)
+        params = self.prefill_leg(prefill, body)["kv_transfer_params"]
+        t0 = time.monotonic()
+        r = post(decode.url + "/v1/chat/completions", dict(body, kv_transfer_params=params))
+        elapsed = time.monotonic() - t0
+        self.assertEqual(r.status, 200, r)
+        self.assertGreaterEqual(elapsed, 0.19)
+
+    def test_streamed_decode_and_every_openai_route(self):
+        prefill, decode, _ = self.pair()
+        body = chat(long_prompt(40), stream=True, max_tokens=3,
+                    stream_options={"include_usage": True})
+        params = self.prefill_leg(prefill, body)["kv_transfer_params"]
+        status, _, events = read_stream(decode.url + "/v1/chat/completions",
+                                        dict(body, kv_transfer_params=params))
+        self.assertEqual(status, 200)
+        self.assertEqual(datas(events)[-1], "[DONE]")
+        self.assertEqual(json_datas(events)[-1]["usage"]["completion_tokens"], 3)
+        routes = [
+            ("/v1/completions", {"model": MODEL, "prompt": long_prompt(40)}),
+            ("/v1/messages", {"model": MODEL, "max_tokens": 4,
+                              "messages": [{"role": "user", "content": long_prompt(40)}]}),
+            ("/v1/responses", {"model": MODEL, "input": long_prompt(40)}),
+        ]
+        for path, leg in routes:
+            with self.subTest(path=path):
+                params = self.prefill_leg(prefill, leg, path)["kv_transfer_params"]
+                self.assertEqual(len(params["remote_block_ids"]), 2)
+                r = post(decode.url + path, dict(leg, kv_transfer_params=params))
+                self.assertEqual(r.status, 200, r)
+        self.assertEqual(decode.stats()["kv"]["fetches"], 4)
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 0)
+
+    def test_unreachable_side_channel_fails_at_once(self):
+        _, decode, _ = self.pair()
+        params = {"do_remote_prefill": True, "remote_engine_id": "e", "remote_block_ids": [1],
+                  "remote_host": "127.0.0.1", "remote_port": free_port()}
+        t0 = time.monotonic()
+        r = post(decode.url + "/v1/chat/completions",
+                 chat(long_prompt(40), kv_transfer_params=params))
+        self.assertEqual(r.status, 500, r)
+        self.assertLess(time.monotonic() - t0, 1.5)
+        self.assertIn("connect", r.json()["error"]["message"])
+
+    def test_mooncake_blocks_are_named_by_the_transfer_id(self):
+        prefill, decode, kport = self.pair("--kv-connector", "MooncakeConnector")
+        body = chat(long_prompt(40), max_tokens=2)
+        leg = dict(body, max_tokens=1, kv_transfer_params={
+            "do_remote_decode": True, "do_remote_prefill": False, "transfer_id": "xfer-1"})
+        p = post(prefill.url + "/v1/chat/completions", leg)
+        self.assertEqual(p.status, 200, p)
+        self.assertNotIn("kv_transfer_params", p.json())  # push-based: nothing to relay
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 2)
+        decode_params = {"do_remote_decode": False, "do_remote_prefill": True,
+                         "transfer_id": "xfer-1", "remote_engine_id": "engine-p",
+                         "remote_bootstrap_addr": f"http://127.0.0.1:{kport}"}
+        wrong = post(decode.url + "/v1/chat/completions",
+                     dict(body, kv_transfer_params=dict(decode_params, transfer_id="xfer-2")))
+        self.assertEqual(wrong.status, 500, wrong)
+        d = post(decode.url + "/v1/chat/completions", dict(body, kv_transfer_params=decode_params))
+        self.assertEqual(d.status, 200, d)
+        self.assertEqual(decode.stats()["kv"]["fetched_blocks"], 2)
+        self.assertEqual(prefill.stats()["kv"]["pinned_blocks"], 0)
+        # NIXL-shaped params are not what a Mooncake decode worker reads.
+        nixl = post(decode.url + "/v1/chat/completions", dict(body, kv_transfer_params={
+            "do_remote_prefill": True, "remote_engine_id": "engine-p", "remote_block_ids": [1],
+            "remote_host": "127.0.0.1", "remote_port": kport}))
+        self.assertEqual(nixl.status, 400, nixl)
+        self.assertIn("transfer_id, remote_bootstrap_addr", nixl.json()["error"]["message"])
+
+    def test_the_worker_says_it_is_vllm(self):
+        prefill, _, _ = self.pair()
+        self.assertEqual(get(prefill.url + "/v1/models").json()["data"][0]["owned_by"], "vllm")
+        self.assertEqual(get(prefill.url + "/version").status, 200)
+        info = get(prefill.url + "/get_server_info").json()
+        self.assertEqual(info["kv_transfer_config"],
+                         {"kv_connector": "NixlConnector", "kv_role": "kv_producer",
+                          "engine_id": "engine-p"})
+        sglang = self.sim()
+        self.assertEqual(get(sglang.url + "/v1/models").json()["data"][0]["owned_by"], "sglang")
+        self.assertEqual(get(sglang.url + "/version").status, 404)
+        self.assertNotIn("kv_transfer_config", get(sglang.url + "/get_server_info").json())
+
+    def test_vllm_roles_need_no_bootstrap_room(self):
+        prefill, decode, _ = self.pair()
+        self.assertEqual(post(prefill.url + "/v1/chat/completions", chat()).status, 200)
+        self.assertEqual(post(decode.url + "/v1/chat/completions", chat()).status, 200)
+        self.assertEqual(decode.stats()["rendezvous"]["rejected"], 0)
+
+
 class TestProcess(unittest.TestCase):
     def test_help_documents_every_flag(self):
         out = subprocess.run([SIM_BIN, "--help"], capture_output=True, text=True, timeout=10)

@@ -15,6 +15,9 @@ worker_record sample_record() {
   r.spec.bootstrap_port = 8998;
   r.spec.model_id = "llama";
   r.spec.api_key = "sk-secret";
+  r.spec.runtime = engine_runtime::vllm;
+  r.spec.connector = kv_connector::mooncake;
+  r.spec.kv_engine_id = "engine-7";
   r.models = {"llama", "llama-lora"};
   r.version = 1700000000123;
   r.origin = "node-a:30000";

@@ -47,3 +47,37 @@ TEST_CASE("model listings come from /v1/models or /get_model_info") {
   CHECK(models_from_listing(json::parse(R"({"data":"x"})")).empty());
   CHECK(models_from_listing(json()).empty());
 }
+
+TEST_CASE("a worker's runtime and KV connector: ours and smg's spellings, labels, errors") {
+  std::string why;
+  auto vllm = worker_spec_from_json(json{{"url", "http://h:1"},
+                                         {"worker_type", "prefill"},
+                                         {"runtime", "vllm"},
+                                         {"kv_connector", "MooncakeConnector"},
+                                         {"kv_engine_id", "eng-0"}},
+                                    why);
+  REQUIRE(vllm);
+  CHECK(vllm->runtime == engine_runtime::vllm);
+  CHECK(vllm->connector == kv_connector::mooncake);
+  CHECK(vllm->kv_engine_id == "eng-0");
+  auto smg = worker_spec_from_json(
+      json{{"url", "http://h:1"},
+           {"runtime_type", "VLLM"},
+           {"labels", {{"kv_connector", "NixlConnector"}, {"kv_engine_id", "e"}, {"zone", "a"}}}},
+      why);
+  REQUIRE(smg);
+  CHECK(smg->runtime == engine_runtime::vllm);
+  CHECK(smg->connector == kv_connector::nixl);
+  CHECK(smg->kv_engine_id == "e");
+  auto unset = worker_spec_from_json(json{{"url", "http://h:1"}, {"runtime", "unspecified"}}, why);
+  REQUIRE(unset);
+  CHECK_FALSE(unset->runtime);
+  CHECK_FALSE(worker_spec_from_json(json{{"url", "http://h:1"}, {"runtime", "trtllm"}}, why));
+  CHECK(why.find("sglang or vllm") != std::string::npos);
+  CHECK_FALSE(worker_spec_from_json(json{{"url", "http://h:1"}, {"kv_connector", "Foo"}}, why));
+  CHECK_FALSE(worker_spec_from_json(json{{"url", "http://h:1"}, {"labels", {{"x", 1}}}}, why));
+  worker_spec provider{
+      "https://api.openai.com", worker_type::regular, {}, {}, provider_kind::openai, "k"};
+  provider.runtime = engine_runtime::vllm;
+  CHECK_FALSE(check(provider, why));
+}

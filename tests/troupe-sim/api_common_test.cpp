@@ -92,3 +92,54 @@ TEST_CASE("ids have their prefix and differ", "[api_common]") {
   CHECK(a.size() == 9 + 24);
   CHECK(a != b);
 }
+
+TEST_CASE("kv_transfer_params: vLLM's fields, nulls, unknown fields and errors", "[api_common]") {
+  auto none = parse_kv_transfer_params(json::object());
+  REQUIRE(std::holds_alternative<std::optional<kv_params>>(none));
+  CHECK_FALSE(std::get<std::optional<kv_params>>(none).has_value());
+
+  // The prefill leg of vLLM's proxy: remote fields null.
+  auto prefill = parse_kv_transfer_params({{"kv_transfer_params",
+                                            {{"do_remote_decode", true},
+                                             {"do_remote_prefill", false},
+                                             {"remote_engine_id", nullptr},
+                                             {"remote_block_ids", nullptr},
+                                             {"remote_host", nullptr},
+                                             {"remote_port", nullptr}}}});
+  const auto& p = std::get<std::optional<kv_params>>(prefill);
+  REQUIRE(p.has_value());
+  CHECK(p->do_remote_decode);
+  CHECK_FALSE(p->remote_block_ids.has_value());
+
+  auto decode = parse_kv_transfer_params({{"kv_transfer_params",
+                                           {{"do_remote_prefill", true},
+                                            {"remote_engine_id", "e"},
+                                            {"remote_block_ids", {1, 2}},
+                                            {"remote_host", "h"},
+                                            {"remote_port", 5600},
+                                            {"tp_size", 1}}}});
+  const auto& d = std::get<std::optional<kv_params>>(decode);
+  REQUIRE(d.has_value());
+  CHECK(*d->remote_block_ids == std::vector<std::uint64_t>{1, 2});
+  CHECK(*d->remote_port == 5600);
+
+  for (const auto& bad :
+       {json{{"kv_transfer_params", "x"}}, json{{"kv_transfer_params", {{"remote_port", 0}}}},
+        json{{"kv_transfer_params", {{"remote_block_ids", {-1}}}}},
+        json{{"kv_transfer_params", {{"do_remote_prefill", "yes"}}}}}) {
+    CHECK(std::holds_alternative<troupe::protocol::api_error>(parse_kv_transfer_params(bad)));
+  }
+}
+
+TEST_CASE("host and port of a bootstrap address", "[api_common]") {
+  std::string host;
+  std::uint16_t port = 0;
+  REQUIRE(split_host_port("http://10.0.0.1:8998", host, port));
+  CHECK(host == "10.0.0.1");
+  CHECK(port == 8998);
+  CHECK(split_host_port("h:1", host, port));
+  CHECK_FALSE(split_host_port("http://h", host, port));
+  CHECK_FALSE(split_host_port("h:0", host, port));
+  CHECK_FALSE(split_host_port("h:99999", host, port));
+  CHECK_FALSE(split_host_port(":80", host, port));
+}

@@ -11,6 +11,13 @@ using troupe::test::fake_fleet;
 
 namespace {
 
+/// smg's mode: the tests below pin its thresholds (score mode: cache_score_test.cpp).
+policy_config smg() {
+  policy_config cfg;
+  cfg.cache_aware_mode = "smg";
+  return cfg;
+}
+
 selection prompt(std::string_view text, std::string_view second = {}) {
   selection sel;
   sel.prompt.parts = {text, second};
@@ -33,9 +40,9 @@ const std::string system_b = "[{\"role\":\"system\",\"content\":\"" + std::strin
 
 } // namespace
 
-TEST_CASE("cache aware: requests sharing a long prefix follow the worker that saw it") {
+TEST_CASE("cache aware (smg mode): requests sharing a long prefix follow the worker that saw it") {
   fake_fleet f{3};
-  auto s = make_strategy("cache_aware");
+  auto s = make_strategy("cache_aware", smg());
   s->on_fleet(f.snapshot(), protocol::worker_type::regular);
   auto cands = f.all();
   // Empty trees: the first conversation goes to the worker with the most room (all tie: the
@@ -53,9 +60,9 @@ TEST_CASE("cache aware: requests sharing a long prefix follow the worker that sa
   CHECK(tree_bytes(*s, "w0") > 400);
 }
 
-TEST_CASE("cache aware: below the cache threshold, the worker with the most room wins") {
+TEST_CASE("cache aware (smg mode): below the cache threshold, the worker with the most room wins") {
   fake_fleet f{2};
-  policy_config cfg;
+  auto cfg = smg();
   cfg.cache_threshold = 0.3;
   auto s = make_strategy("cache_aware", cfg);
   auto cands = f.all();
@@ -73,9 +80,10 @@ TEST_CASE("cache aware: below the cache threshold, the worker with the most room
   CHECK(pick(*low, cands, std::string(20, 'x') + std::string(80, 'z')) == "w0");
 }
 
-TEST_CASE("cache aware: an imbalanced load overrides affinity; a balanced one does not") {
+TEST_CASE(
+    "cache aware (smg mode): an imbalanced load overrides affinity; a balanced one does not") {
   fake_fleet f{2};
-  auto s = make_strategy("cache_aware"); // abs 64, rel 1.5
+  auto s = make_strategy("cache_aware", smg()); // abs 64, rel 1.5
   auto cands = f.all();
   CHECK(pick(*s, cands, system_a + "1") == "w0");
   // 60 more in flight: within the absolute threshold, affinity holds.
@@ -100,9 +108,9 @@ TEST_CASE("cache aware: an imbalanced load overrides affinity; a balanced one do
   CHECK(pick(*s, cands, system_b + "x") == "w0");
 }
 
-TEST_CASE("cache aware: of several workers holding the match, the least loaded") {
+TEST_CASE("cache aware (smg mode): of several workers holding the match, the least loaded") {
   fake_fleet f{3};
-  auto s = make_strategy("cache_aware");
+  auto s = make_strategy("cache_aware", smg());
   auto cands = f.all();
   CHECK(pick(*s, cands, system_a + "1") == "w0");
   f.at("w0").live->in_flight = 70; // imbalanced: w1 takes the same prompt
@@ -114,9 +122,9 @@ TEST_CASE("cache aware: of several workers holding the match, the least loaded")
   CHECK(pick(*s, cands, system_a + "3") == "w0");
 }
 
-TEST_CASE("cache aware: only candidates count as holders") {
+TEST_CASE("cache aware (smg mode): only candidates count as holders") {
   fake_fleet f{3};
-  auto s = make_strategy("cache_aware");
+  auto s = make_strategy("cache_aware", smg());
   CHECK(pick(*s, f.all(), system_a + "1") == "w0");
   CHECK(pick(*s, f.all(), system_b + "1") == "w1");
   // w0 failed this request already (or is down): among w1 and w2, w2 has the most room.
@@ -124,9 +132,9 @@ TEST_CASE("cache aware: only candidates count as holders") {
   CHECK(pick(*s, f.all(), system_a + "3") == "w0");
 }
 
-TEST_CASE("cache aware: system text and conversation match as one prompt") {
+TEST_CASE("cache aware (smg mode): system text and conversation match as one prompt") {
   fake_fleet f{2};
-  auto s = make_strategy("cache_aware");
+  auto s = make_strategy("cache_aware", smg());
   auto cands = f.all();
   CHECK(pick(*s, cands, "\"" + std::string(300, 's') + "\"", "[{\"q\":1}]") == "w0");
   CHECK(pick(*s, cands, "\"other\"", "[{\"q\":1}]") == "w1");
@@ -134,9 +142,10 @@ TEST_CASE("cache aware: system text and conversation match as one prompt") {
   CHECK(tree_bytes(*s, "w0") == 302 + 9 + 3); // the first prompt whole, then the new "2}]"
 }
 
-TEST_CASE("cache aware: without a prompt, the least loaded worker; nothing is remembered") {
+TEST_CASE(
+    "cache aware (smg mode): without a prompt, the least loaded worker; nothing is remembered") {
   fake_fleet f{2};
-  auto s = make_strategy("cache_aware");
+  auto s = make_strategy("cache_aware", smg());
   f.at("w0").live->in_flight = 3;
   auto cands = f.all();
   for (int i = 0; i < 5; ++i) {
@@ -146,9 +155,9 @@ TEST_CASE("cache aware: without a prompt, the least loaded worker; nothing is re
   CHECK(s->describe()["tree_nodes"] == 0);
 }
 
-TEST_CASE("cache aware: each worker's tree stays within --max-tree-size") {
+TEST_CASE("cache aware (smg mode): each worker's tree stays within --max-tree-size") {
   fake_fleet f{2};
-  policy_config cfg;
+  auto cfg = smg();
   cfg.max_tree_size = 1000;
   auto s = make_strategy("cache_aware", cfg);
   auto cands = f.all();
@@ -160,9 +169,9 @@ TEST_CASE("cache aware: each worker's tree stays within --max-tree-size") {
   CHECK(tree_bytes(*s, "w0") > 0);
 }
 
-TEST_CASE("cache aware: a worker that leaves the fleet loses its tree") {
+TEST_CASE("cache aware (smg mode): a worker that leaves the fleet loses its tree") {
   fake_fleet f{2};
-  auto s = make_strategy("cache_aware");
+  auto s = make_strategy("cache_aware", smg());
   s->on_fleet(f.snapshot(), protocol::worker_type::regular);
   CHECK(pick(*s, f.all(), system_a + "1") == "w0");
   CHECK(pick(*s, f.all(), system_b + "1") == "w1");
@@ -179,9 +188,9 @@ TEST_CASE("cache aware: a worker that leaves the fleet loses its tree") {
   CHECK(pick(*s, f.all(), system_a + "2") == "w0");
 }
 
-TEST_CASE("cache aware: workers of another role are not this policy's") {
+TEST_CASE("cache aware (smg mode): workers of another role are not this policy's") {
   fake_fleet f{2};
-  auto s = make_strategy("cache_aware");
+  auto s = make_strategy("cache_aware", smg());
   CHECK(pick(*s, f.all(), system_a + "1") == "w0");
   // The prefill policy is told about a fleet where w0 and w1 are regular: not its workers.
   s->on_fleet(f.snapshot(), protocol::worker_type::prefill);

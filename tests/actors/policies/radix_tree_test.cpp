@@ -84,6 +84,7 @@ TEST_CASE("radix tree: agrees with brute force on random texts (no eviction)") {
                                static_cast<char>(rng() % 2)};
     std::size_t best = 0;
     std::vector<radix_tree::tenant> expected;
+    std::vector<std::size_t> each(3, 0);
     for (radix_tree::tenant u = 0; u < 3; ++u) {
       if (!eligible[u]) {
         continue;
@@ -93,6 +94,7 @@ TEST_CASE("radix tree: agrees with brute force on random texts (no eviction)") {
         auto m = std::mismatch(query.begin(), query.end(), x.begin(), x.end());
         longest = std::max(longest, static_cast<std::size_t>(m.first - query.begin()));
       }
+      each[u] = longest;
       if (longest > best) {
         best = longest;
         expected = {u};
@@ -104,6 +106,9 @@ TEST_CASE("radix tree: agrees with brute force on random texts (no eviction)") {
     INFO("query '" << query << "' round " << round);
     REQUIRE(match(tree, query, eligible, &holders) == best);
     REQUIRE(holders == expected);
+    std::vector<std::size_t> lengths;
+    tree.match_each(query, eligible, lengths);
+    REQUIRE(lengths == each); // every eligible tenant's own longest match, 0 for the others
   }
 }
 

@@ -1,0 +1,247 @@
+#include "actors/policies/prompt_text.hpp"
+#include "actors/policies/strategy.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// Prompt lengths the ranges start from, split evenly (smg's `l_max`, 4096 characters).
+constexpr std::size_t initial_span = 4096;
+
+/// smg's `bucket` policy (docs/policies.md), for prefill workers: each worker serving a model
+/// takes a range of prompt lengths (bytes of the prompt), so long and short prompts do not
+/// queue behind each other. The ranges start as even slices of 0..4096 and are fitted, every
+/// `bucket_adjust_interval`, to the prompts of the last interval so each worker's range holds
+/// a like share of their bytes (when that share moved by more than 2x). When the prompt bytes
+/// the candidates took in the last interval are imbalanced (`--balance-abs-threshold` and
+/// `--balance-rel-threshold`, as smg reads them), the one with the fewest takes the request.
+/// A range whose worker cannot take the request passes it to the nearest range's worker.
+class bucket final : public strategy {
+public:
+  bucket(const policy_config& cfg, clock_fn now) : cfg_(cfg), now_(std::move(now)) {}
+
+  std::string_view name() const noexcept override { return "bucket"; }
+
+  std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
+    const auto now = now_();
+    auto& b = model_state(sel.model, now);
+    expire(b, now);
+    if (now - b.last_adjust >= cfg_.bucket_adjust_interval) {
+      adjust(b);
+      b.last_adjust = now;
+    }
+    const auto length = prompt_text(sel.prompt, joined_).size();
+    std::size_t k = imbalanced_pick(b, cands);
+    if (k != cands.size()) {
+      ++balanced_;
+    } else {
+      k = range_pick(b, cands, length);
+      ++by_range_;
+    }
+    b.window.push_back({now, length, cands[k]->id});
+    b.bytes[cands[k]->id] += length;
+    return k;
+  }
+
+  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
+    workers_.clear();
+    for (auto& w : fleet.workers) {
+      if (w->spec.type == role) {
+        workers_.push_back(w);
+      }
+    }
+    for (auto& [_, b] : states_) {
+      b.stale = true; // its members are looked at again on its next pick
+    }
+  }
+
+  nlohmann::json describe() const override {
+    auto models = nlohmann::json::object();
+    for (auto& [model, b] : states_) {
+      auto ranges = nlohmann::json::array();
+      for (std::size_t i = 0; i < b.members.size(); ++i) {
+        ranges.push_back({{"worker", b.members[i]},
+                          {"from", i == 0 ? 0 : b.upper[i - 1] + 1},
+                          {"to", b.upper[i] == max_length ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(b.upper[i])}});
+      }
+      models[model.empty() ? "*" : model] = {{"ranges", std::move(ranges)},
+                                             {"window_requests", b.window.size()}};
+    }
+    return {{"adjust_interval_secs", cfg_.bucket_adjust_interval.count()},
+            {"balance_abs_threshold", cfg_.balance_abs_threshold},
+            {"balance_rel_threshold", cfg_.balance_rel_threshold},
+            {"models", std::move(models)},
+            {"picks", {{"by_range", by_range_}, {"imbalanced", balanced_}}}};
+  }
+
+private:
+  static constexpr std::size_t max_length = std::numeric_limits<std::size_t>::max();
+
+  struct sample {
+    clock_type::time_point at;
+    std::size_t length;
+    std::string worker;
+  };
+
+  struct state {
+    std::vector<std::string> members; ///< Worker ids serving the model, registration order.
+    std::vector<std::size_t> upper;   ///< Largest length of each member's range.
+    std::deque<sample> window;        ///< Requests of the last interval, oldest first.
+    std::unordered_map<std::string, std::size_t> bytes; ///< Prompt bytes per worker, in it.
+    std::size_t share = 0; ///< Bytes per worker when the ranges were last fitted.
+    clock_type::time_point last_adjust;
+    bool stale = true;
+  };
+
+  /// The state of `model`, its members brought up to date with the fleet.
+  state& model_state(const std::string& model, clock_type::time_point now) {
+    auto& b = states_[model];
+    if (!b.stale) {
+      return b;
+    }
+    b.stale = false;
+    std::vector<std::string> members;
+    for (auto& w : workers_) {
+      if (w->serves(model)) {
+        members.push_back(w->id);
+      }
+    }
+    if (members != b.members) {
+      // Another set of workers: even ranges again, as smg does on a change.
+      b.members = std::move(members);
+      b.upper.clear();
+      const auto n = b.members.size();
+      const auto gap = n == 0 ? initial_span : std::max<std::size_t>(initial_span / n, 1);
+      for (std::size_t i = 0; i < n; ++i) {
+        b.upper.push_back(i + 1 == n ? max_length : (i + 1) * gap - 1);
+      }
+      b.share = 0;
+      b.last_adjust = now;
+    }
+    return b;
+  }
+
+  void expire(state& b, clock_type::time_point now) {
+    while (!b.window.empty() && now - b.window.front().at > cfg_.bucket_adjust_interval) {
+      auto& s = b.window.front();
+      if (auto it = b.bytes.find(s.worker); it != b.bytes.end()) {
+        it->second -= std::min(it->second, s.length);
+      }
+      b.window.pop_front();
+    }
+  }
+
+  /// Fits the ranges to the window: cut the sorted lengths where each member's share of the
+  /// bytes is reached. Kept as they are while the share is within 2x of the last fit.
+  void adjust(state& b) {
+    const auto n = b.members.size();
+    if (b.window.empty() || n == 0) {
+      return;
+    }
+    std::vector<std::size_t> lengths;
+    std::size_t total = 0;
+    for (auto& s : b.window) {
+      lengths.push_back(s.length);
+      total += s.length;
+    }
+    const auto share = total / n;
+    if (b.share != 0 && share <= 2 * b.share && b.share <= 2 * share) {
+      return;
+    }
+    b.share = share;
+    std::sort(lengths.begin(), lengths.end());
+    std::vector<std::size_t> upper;
+    std::size_t sum = 0;
+    std::size_t floor = 0; // ranges stay strictly increasing
+    auto it = lengths.begin();
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+      const auto target = (i + 1) * std::max<std::size_t>(share, 1);
+      while (it != lengths.end() && sum < target) {
+        sum += *it++;
+      }
+      const auto cut = std::max(it == lengths.begin() ? 0 : *(it - 1), floor);
+      upper.push_back(cut);
+      floor = cut + 1;
+    }
+    upper.push_back(max_length);
+    b.upper = std::move(upper);
+  }
+
+  /// smg's imbalance test on the prompt bytes the candidates took in the window: the one that
+  /// took fewest, or `cands.size()` when they are balanced.
+  std::size_t imbalanced_pick(const state& b, const std::vector<const worker_entry*>& cands) const {
+    if (cands.size() < 2) {
+      return cands.size();
+    }
+    auto bytes = [&](std::size_t i) {
+      auto it = b.bytes.find(cands[i]->id);
+      return it == b.bytes.end() ? std::size_t{0} : it->second;
+    };
+    std::size_t lo = 0;
+    std::size_t hi = 0;
+    for (std::size_t i = 1; i < cands.size(); ++i) {
+      lo = bytes(i) < bytes(lo) ? i : lo;
+      hi = bytes(i) > bytes(hi) ? i : hi;
+    }
+    const auto diff = bytes(hi) - bytes(lo);
+    const bool imbalanced = diff > cfg_.balance_abs_threshold &&
+                            static_cast<double>(bytes(hi)) >
+                                cfg_.balance_rel_threshold * static_cast<double>(bytes(lo));
+    return imbalanced ? lo : cands.size();
+  }
+
+  /// The candidate whose range holds `length`; when its worker cannot take the request, the
+  /// candidate of the nearest range.
+  std::size_t range_pick(const state& b, const std::vector<const worker_entry*>& cands,
+                         std::size_t length) const {
+    const auto n = b.members.size();
+    auto candidate = [&](std::size_t m) {
+      for (std::size_t i = 0; i < cands.size(); ++i) {
+        if (cands[i]->id == b.members[m]) {
+          return i;
+        }
+      }
+      return cands.size();
+    };
+    if (n > 0) {
+      const auto home = static_cast<std::size_t>(
+          std::lower_bound(b.upper.begin(), b.upper.end(), length) - b.upper.begin());
+      for (std::size_t d = 0; d < n; ++d) {
+        for (auto m : {home + d, home - d}) {
+          if (m < n) { // `home - d` wraps to a huge value below 0
+            if (auto k = candidate(m); k != cands.size()) {
+              return k;
+            }
+          }
+        }
+      }
+    }
+    return 0; // a candidate the ranges do not know yet (a fleet change since): any will do
+  }
+
+  policy_config cfg_;
+  clock_fn now_;
+  std::vector<worker_entry_ptr> workers_;         ///< Of the policy's role, registration order.
+  std::unordered_map<std::string, state> states_; ///< By model.
+  std::string joined_;
+  std::uint64_t by_range_ = 0;
+  std::uint64_t balanced_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<strategy> make_bucket(const policy_config& cfg, clock_fn now) {
+  return std::make_unique<bucket>(cfg, std::move(now));
+}
+
+} // namespace troupe::actors

@@ -1,0 +1,121 @@
+#include "actors/policies/cache_score.hpp"
+#include "actors/policies/strategy.hpp"
+#include "tests/fakes/fake_fleet.hpp"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+using namespace troupe;
+using namespace troupe::actors;
+using troupe::test::fake_fleet;
+
+TEST_CASE("cache score: the prefill saved against the queue") {
+  // Mean prompt 1000 bytes, weight 0.25: a request in flight costs 250 bytes of match.
+  // 900 - 4 x 250 = -100 against 0 - 0: the idle worker.
+  CHECK(best_by_score({{900, 4, 0}, {0, 0, 0}}, 1000, 0.25) == 1);
+  // 900 - 3 x 250 = 150 against 0: the holder.
+  CHECK(best_by_score({{900, 3, 0}, {0, 0, 0}}, 1000, 0.25) == 0);
+}
+
+TEST_CASE("cache score: a holder keeps the request until it is ~1/weight requests ahead") {
+  for (int ahead = 0; ahead <= 6; ++ahead) {
+    std::vector<cache_candidate> c{{1000, 2 + ahead, 5000}, {0, 2, 0}};
+    // 1000 - 250 (2 + ahead) vs 0 - 500: the holder wins while 250 ahead < 1000.
+    CHECK(best_by_score(c, 1000, 0.25) == (ahead < 4 ? 0u : 1u));
+  }
+}
+
+TEST_CASE("cache score: ties go to the less loaded, then to the one holding less") {
+  CHECK(best_by_score({{0, 3, 0}, {0, 1, 900}, {0, 1, 100}}, 1000, 0) == 2);
+  CHECK(best_by_score({{500, 1, 10}, {500, 1, 10}}, 1000, 0.25) == 0);
+  // Weight 0: pure affinity (the longest match), load only breaks ties.
+  CHECK(best_by_score({{10, 0, 0}, {20, 50, 0}}, 1000, 0) == 1);
+}
+
+namespace {
+
+selection prompt(const std::string& text) {
+  selection sel;
+  sel.prompt.parts = {text, {}};
+  return sel;
+}
+
+const std::string system_prompt = "[{\"role\":\"system\",\"content\":\"" + std::string(4000, 'S');
+
+} // namespace
+
+TEST_CASE("cache aware (score): a popular prefix spreads instead of making a hot spot") {
+  fake_fleet f{4};
+  auto s = make_strategy("cache_aware"); // score mode, weight 0.25
+  s->on_fleet(f.snapshot(), protocol::worker_type::regular);
+  auto cands = f.all();
+  // 32 requests in flight at once, all sharing the system prompt, none finishing.
+  std::map<std::string, int> placed;
+  for (int i = 0; i < 32; ++i) {
+    auto k = s->pick(cands, prompt(system_prompt + "user " + std::to_string(i) + "\"}]"));
+    ++placed[cands[k]->id];
+    ++cands[k]->live->in_flight;
+  }
+  REQUIRE(placed.size() == 4);
+  for (auto& [id, n] : placed) {
+    CHECK(n >= 5); // smg's thresholds put all 32 on one worker
+    CHECK(n <= 11);
+  }
+  CHECK(s->describe()["picks"]["spilled"].get<int>() > 0);
+}
+
+TEST_CASE("cache aware (score): a conversation stays with its worker under a small imbalance") {
+  fake_fleet f{4};
+  auto s = make_strategy("cache_aware");
+  s->on_fleet(f.snapshot(), protocol::worker_type::regular);
+  auto cands = f.all();
+  std::map<int, std::string> home;
+  for (int u = 0; u < 8; ++u) {
+    auto turn1 =
+        "[{\"role\":\"user\",\"content\":\"doc " + std::to_string(u) + std::string(3000, 'a' + u);
+    home[u] = cands[s->pick(cands, prompt(turn1))]->id;
+  }
+  // Loads 2..5 in flight: at most 3 ahead of the idlest.
+  for (int i = 0; i < 4; ++i) {
+    cands[i]->live->in_flight = 2 + i;
+  }
+  for (int u = 0; u < 8; ++u) {
+    auto turn2 = "[{\"role\":\"user\",\"content\":\"doc " + std::to_string(u) +
+                 std::string(3000, 'a' + u) + "\"},{\"role\":\"assistant\",\"content\":\"ok";
+    CHECK(cands[s->pick(cands, prompt(turn2))]->id == home[u]);
+  }
+}
+
+TEST_CASE("cache aware: --cache-aware-mode smg keeps smg's hot spot, for comparison") {
+  fake_fleet f{4};
+  policy_config cfg;
+  cfg.cache_aware_mode = "smg";
+  auto s = make_strategy("cache_aware", cfg);
+  s->on_fleet(f.snapshot(), protocol::worker_type::regular);
+  auto cands = f.all();
+  std::map<std::string, int> placed;
+  for (int i = 0; i < 32; ++i) {
+    auto k = s->pick(cands, prompt(system_prompt + "user " + std::to_string(i) + "\"}]"));
+    ++placed[cands[k]->id];
+    ++cands[k]->live->in_flight;
+  }
+  CHECK(placed.size() == 1);
+  CHECK(s->describe()["mode"] == "smg");
+}
+
+TEST_CASE("cache aware (score): a match below the cache threshold counts as none") {
+  fake_fleet f{2};
+  auto s = make_strategy("cache_aware");
+  s->on_fleet(f.snapshot(), protocol::worker_type::regular);
+  auto cands = f.all();
+  const std::string head = "[{\"role\":\"system\",\"content\":\"";
+  // Both prompts share their JSON head only (< 30% of them): the second goes to the worker
+  // holding less text, not to the holder of the head.
+  CHECK(cands[s->pick(cands, prompt(head + std::string(200, 'a')))]->id == "w0");
+  CHECK(cands[s->pick(cands, prompt(head + std::string(200, 'b')))]->id == "w1");
+  CHECK(s->describe()["picks"]["most_room"] == 2);
+  // A prompt mostly held by w0 follows it.
+  CHECK(cands[s->pick(cands, prompt(head + std::string(200, 'a') + "more"))]->id == "w0");
+  CHECK(s->describe()["picks"]["cache_hit"] == 1);
+}
