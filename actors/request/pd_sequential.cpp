@@ -14,6 +14,7 @@
 #include "protocol/bootstrap.hpp"
 #include "protocol/kv_transfer.hpp"
 #include "protocol/worker_error.hpp"
+#include "services/logs.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -77,18 +78,19 @@ public:
             prefill.spec.bootstrap_port.value_or(protocol::default_bootstrap_port));
         count_kv(st, "minted");
       } else {
-        spdlog::warn("[{}] Mooncake prefill {} has no kv_engine_id (register it, or let the "
-                     "worker report it): the decode computes the prompt",
-                     st.in->request_id, prefill.id);
+        logs::request(st.in->request_id)
+            .warn("Mooncake prefill {} has no kv_engine_id (register it, or let the worker "
+                  "report it): the decode computes the prompt",
+                  prefill.id);
         count_kv(st, "missing");
       }
     } else if ((params = protocol::harvest_params(pair.prefill_sink()->body()))) {
       count_kv(st, "relayed");
     } else {
       if (connector_ == kv_connector::nixl) {
-        spdlog::warn("[{}] prefill {} returned no kv_transfer_params: the decode computes the "
-                     "prompt",
-                     st.in->request_id, prefill.id);
+        logs::request(st.in->request_id)
+            .warn("prefill {} returned no kv_transfer_params: the decode computes the prompt",
+                  prefill.id);
       }
       count_kv(st, "missing");
     }
@@ -138,11 +140,12 @@ private:
     } else {
       body = protocol::dump_body(pair.body());
     }
-    if (spdlog::should_log(spdlog::level::debug)) {
-      spdlog::debug("[{}] vLLM pair prefill={} decode={} connector={}{}", st.in->request_id,
-                    pair.slot(worker_type::prefill).worker->id, decode.id,
-                    protocol::to_string(connector_),
-                    transfer_id_.empty() ? "" : " transfer " + transfer_id_);
+    if (logs::request().should_log(spdlog::level::debug)) {
+      logs::request(st.in->request_id)
+          .debug("vLLM pair prefill={} decode={} connector={}{}",
+                 pair.slot(worker_type::prefill).worker->id, decode.id,
+                 protocol::to_string(connector_),
+                 transfer_id_.empty() ? "" : " transfer " + transfer_id_);
     }
     // A Responses create is stored by the worker that wrote it: the decode worker.
     sink_ = make_relay_sink(self, st.in->reply, decode.id);
