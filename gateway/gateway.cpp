@@ -36,14 +36,14 @@ std::vector<protocol::worker_spec> initial_workers(const actors::gateway_config&
           "provider {} has no api key (--{}-api-key): its model list cannot be read", url,
           protocol::to_string(kind));
     }
-    push({url, protocol::worker_type::regular, {}, {}, kind, key});
+    push({url, protocol::worker_type::regular, {}, {}, kind, key, {}, {}, {}});
   };
   auto backend = protocol::parse_provider(cfg.backend).value_or(protocol::provider_kind::none);
   for (auto& url : cfg.worker_urls) {
     if (backend != protocol::provider_kind::none) {
       provider(backend, url);
     } else {
-      push({url, protocol::worker_type::regular, {}, {}, {}, {}});
+      push({url, protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
     }
   }
   for (auto& url : cfg.openai_urls) {
@@ -56,13 +56,14 @@ std::vector<protocol::worker_spec> initial_workers(const actors::gateway_config&
   auto connector =
       protocol::parse_kv_connector(cfg.pd_kv_connector).value_or(protocol::kv_connector::unset);
   for (auto& p : cfg.prefill_urls) {
-    protocol::worker_spec spec{p.url, protocol::worker_type::prefill, p.bootstrap_port, {}, {}, {}};
+    protocol::worker_spec spec{
+        p.url, protocol::worker_type::prefill, p.bootstrap_port, {}, {}, {}, {}, {}, {}};
     spec.runtime = runtime;
     spec.connector = connector;
     push(std::move(spec));
   }
   for (auto& url : cfg.decode_urls) {
-    protocol::worker_spec spec{url, protocol::worker_type::decode, {}, {}, {}, {}};
+    protocol::worker_spec spec{url, protocol::worker_type::decode, {}, {}, {}, {}, {}, {}, {}};
     spec.runtime = runtime;
     push(std::move(spec));
   }

@@ -28,6 +28,23 @@ worker_type other_role(worker_type role) {
   return role == worker_type::prefill ? worker_type::decode : worker_type::prefill;
 }
 
+/// The engine every prefill worker serving `model` runs, when they all run the same one.
+std::optional<protocol::engine_runtime> prefill_runtime(const fleet_snapshot& fleet,
+                                                        std::string_view model) {
+  std::optional<protocol::engine_runtime> out;
+  for (auto& w : fleet.workers) {
+    if (w->spec.type != worker_type::prefill || !w->serves(model)) {
+      continue;
+    }
+    auto r = runtime_of(*w);
+    if (out && *out != r) {
+      return std::nullopt;
+    }
+    out = r;
+  }
+  return out;
+}
+
 } // namespace
 
 pd_path::pd_path(const gateway_services& svc, std::unique_ptr<pd_strategy> dual,
@@ -60,7 +77,16 @@ std::optional<protocol::api_error> pd_path::prepare(request_self self) {
     st.prompt = request_prompt(raw, *raw, st.in->op, st.facts);
   }
   std::string{}.swap(st.in->req.body());
-  return std::nullopt; // the strategy's own reading waits for the first pair: it depends on it
+  // The strategy depends on the prefill worker a pair gets. When every prefill worker of the
+  // model runs one engine, its strategy reads the body now, so a request it refuses is
+  // refused before any policy is asked; else on the first pair of each kind (`start`).
+  if (auto runtime = prefill_runtime(*st.svc->fleet->get(), st.facts.model.value_or(""))) {
+    auto& chosen = strategies_[*runtime == protocol::engine_runtime::vllm ? 1 : 0];
+    chosen.prepared = true;
+    chosen.refusal = chosen.impl->prepare(self, *this);
+    return chosen.refusal;
+  }
+  return std::nullopt;
 }
 
 void pd_path::start(request_self self, std::vector<worker_entry_ptr> workers) {

@@ -131,7 +131,7 @@ private:
   struct strategy_slot {
     std::unique_ptr<pd_strategy> impl;
     bool prepared = false;
-    std::optional<protocol::api_error> refusal; ///< What its `prepare` refused, if it did.
+    std::optional<protocol::api_error> refusal{}; ///< What its `prepare` refused, if it did.
   };
   std::array<strategy_slot, 2> strategies_;
   pd_strategy* strategy_ = nullptr;

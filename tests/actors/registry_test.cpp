@@ -59,7 +59,8 @@ struct fixture : io_base, test::actor_system_fixture {
   std::string add(const node& n, std::string url) {
     auto id = ask<std::string>(
         n.registry, add_atom_v,
-        protocol::worker_spec{std::move(url), protocol::worker_type::regular, {}, {}, {}, {}});
+        protocol::worker_spec{
+            std::move(url), protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
     return id ? *id : "error";
   }
 

@@ -438,3 +438,105 @@ TEST_CASE_METHOD(fixture, "a pair refuses a batch larger than it injects rooms f
   CHECK(prefill_asked->asked.empty());
   CHECK(idle());
 }
+
+namespace {
+
+/// Marks `w` as a worker that said it runs vLLM (as its proxy learns at discovery).
+void reports_vllm(const test::fake_worker& w) {
+  auto r = std::make_shared<worker_report>();
+  r->runtime = protocol::engine_runtime::vllm;
+  w.entry()->live->report.store(std::move(r));
+}
+
+const std::string vllm_prefill_answer =
+    R"({"id":"p","choices":[],"kv_transfer_params":{"do_remote_prefill":true,)"
+    R"("remote_engine_id":"e","remote_block_ids":[1,2],"remote_host":"p1","remote_port":5600}})";
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a vLLM pair runs the prefill first, then the decode with the params "
+                          "the prefill returned") {
+  auto& p = worker("p1", worker_type::prefill);
+  auto& d = worker("d1", worker_type::decode);
+  reports_vllm(p);
+  auto c = send(operation::chat_completions,
+                R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,)"
+                R"("max_tokens":9})");
+  REQUIRE(p.orders() == 1);
+  CHECK(d.orders() == 0); // the decode waits for the prefill's answer
+  CHECK(p.order().call.body ==
+        R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false,)"
+        R"("max_tokens":1,"kv_transfer_params":{"do_remote_decode":true,)"
+        R"("do_remote_prefill":false}})");
+  CHECK(tracker->list(0ms)[0]["phase"] == "prefilling");
+  p.respond(0, 200, vllm_prefill_answer);
+  run();
+  REQUIRE(d.orders() == 1);
+  CHECK(d.order().call.body ==
+        R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,)"
+        R"("max_tokens":9,"kv_transfer_params":{"do_remote_prefill":true,"remote_engine_id":"e",)"
+        R"("remote_block_ids":[1,2],"remote_host":"p1","remote_port":5600}})");
+  CHECK(tracker->list(0ms)[0]["phase"] == "decoding");
+  CHECK(c.reply->chunks().empty());
+  d.stream(0, {"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n", "data: [DONE]\n\n"});
+  run();
+  CHECK(c.reply->stream_status() == 200);
+  CHECK(c.reply->ended());
+  CHECK(c.reply->chunks().size() == 2);
+  CHECK(metric(R"(troupe_pd_kv_transfer_total{connector="NixlConnector",outcome="relayed"})") == 1);
+  CHECK(metric(R"(troupe_pd_phase_duration_seconds_count{phase="prefill",runtime="vllm"})") == 1);
+  CHECK(idle());
+}
+
+TEST_CASE_METHOD(fixture, "a vLLM prefill that fails never reaches the decode worker") {
+  auto& p = worker("p1", worker_type::prefill);
+  auto& d = worker("d1", worker_type::decode);
+  reports_vllm(p);
+  auto c = send(operation::chat_completions, chat_body);
+  p.respond(0, 500, R"({"error":{"message":"out of memory"}})");
+  run();
+  CHECK(d.orders() == 0);
+  CHECK(c.status() == 502);
+  CHECK(c.body()["error"]["message"].get<std::string>().find("prefill") != std::string::npos);
+  CHECK(idle());
+}
+
+TEST_CASE_METHOD(fixture, "a client that leaves a vLLM pair during the prefill gets no decode") {
+  auto& p = worker("p1", worker_type::prefill);
+  auto& d = worker("d1", worker_type::decode);
+  reports_vllm(p);
+  auto c = send(operation::chat_completions, chat_body);
+  c.reply->disconnect();
+  run();
+  CHECK(p.cancelled(0));
+  CHECK(d.orders() == 0);
+  CHECK(idle());
+}
+
+TEST_CASE_METHOD(fixture, "a vLLM decode error after the prefill reaches the client in the "
+                          "route's format") {
+  auto& p = worker("p1", worker_type::prefill);
+  auto& d = worker("d1", worker_type::decode);
+  reports_vllm(p);
+  auto c = send(operation::messages,
+                R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})");
+  p.respond(0, 200, vllm_prefill_answer);
+  run();
+  d.respond(0, 503, R"({"error":{"message":"KV read failed"}})");
+  run();
+  CHECK(c.status() == 503);
+  CHECK(c.body()["type"] == "error");
+  CHECK(c.body()["error"]["message"].get<std::string>().find("KV read failed") !=
+        std::string::npos);
+  CHECK(idle());
+}
+
+TEST_CASE_METHOD(fixture, "a route vLLM does not serve in sequence is refused before a pick") {
+  auto& p = worker("p1", worker_type::prefill);
+  worker("d1", worker_type::decode);
+  reports_vllm(p);
+  auto c = send(operation::generate, generate_body);
+  CHECK(c.status() == 400);
+  CHECK(prefill_asked->asked.empty());
+  CHECK(idle());
+}

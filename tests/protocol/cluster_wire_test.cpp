@@ -66,14 +66,21 @@ TEST_CASE("every cluster message survives encode and decode") {
   SECTION("registry sync, records with and without optional fields, tombstones") {
     auto plain = sample_record();
     plain.id = "w-00000001";
-    plain.spec = worker_spec{"http://h:1", worker_type::regular, {}, {}, {}, {}};
+    plain.spec = worker_spec{"http://h:1", worker_type::regular, {}, {}, {}, {}, {}, {}, {}};
     auto tomb = sample_record();
     tomb.id = "w-00000002";
     tomb.deleted = true;
     auto provider = sample_record();
     provider.id = "w-00000003";
-    provider.spec = worker_spec{
-        "https://api.openai.com", worker_type::regular, {}, {}, provider_kind::openai, "sk-x"};
+    provider.spec = worker_spec{"https://api.openai.com",
+                                worker_type::regular,
+                                {},
+                                {},
+                                provider_kind::openai,
+                                "sk-x",
+                                {},
+                                {},
+                                {}};
     auto back = decode_message(
         encode(envelope(registry_sync{true, {sample_record(), plain, tomb, provider}})), why);
     REQUIRE(back);

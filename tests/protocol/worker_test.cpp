@@ -30,13 +30,14 @@ TEST_CASE("bad worker specs say what is wrong") {
 
 TEST_CASE("check canonicalises the url and rejects inconsistent specs") {
   std::string why;
-  auto ok = check({"http://Host:80/", worker_type::regular, {}, {}, {}, {}}, why);
+  auto ok = check({"http://Host:80/", worker_type::regular, {}, {}, {}, {}, {}, {}, {}}, why);
   REQUIRE(ok);
   CHECK(ok->spec.url == "http://Host:80");
-  CHECK_FALSE(check({"http://h:1", worker_type::decode, 8998, {}, {}, {}}, why));
+  CHECK_FALSE(check({"http://h:1", worker_type::decode, 8998, {}, {}, {}, {}, {}, {}}, why));
   CHECK(why.find("bootstrap_port") != std::string::npos);
-  CHECK_FALSE(check({"nope", worker_type::regular, {}, {}, {}, {}}, why));
-  CHECK_FALSE(check({"http://h:1", worker_type::prefill, {}, {}, provider_kind::openai, {}}, why));
+  CHECK_FALSE(check({"nope", worker_type::regular, {}, {}, {}, {}, {}, {}, {}}, why));
+  CHECK_FALSE(check(
+      {"http://h:1", worker_type::prefill, {}, {}, provider_kind::openai, {}, {}, {}, {}}, why));
 }
 
 TEST_CASE("model listings come from /v1/models or /get_model_info") {
@@ -76,8 +77,15 @@ TEST_CASE("a worker's runtime and KV connector: ours and smg's spellings, labels
   CHECK(why.find("sglang or vllm") != std::string::npos);
   CHECK_FALSE(worker_spec_from_json(json{{"url", "http://h:1"}, {"kv_connector", "Foo"}}, why));
   CHECK_FALSE(worker_spec_from_json(json{{"url", "http://h:1"}, {"labels", {{"x", 1}}}}, why));
-  worker_spec provider{
-      "https://api.openai.com", worker_type::regular, {}, {}, provider_kind::openai, "k"};
+  worker_spec provider{"https://api.openai.com",
+                       worker_type::regular,
+                       {},
+                       {},
+                       provider_kind::openai,
+                       "k",
+                       {},
+                       {},
+                       {}};
   provider.runtime = engine_runtime::vllm;
   CHECK_FALSE(check(provider, why));
 }
