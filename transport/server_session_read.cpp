@@ -2,6 +2,7 @@
 // time, size and field count), the read deadline, and how a request reaches the handler
 // (server_session.cpp has the rest).
 
+#include "transport/read_buffer.hpp"
 #include "transport/server_session.hpp"
 
 #include <boost/asio/write.hpp>
@@ -22,6 +23,9 @@ request partial_request(const request& parsed) {
   req.keep_alive(false);
   return req;
 }
+
+/// The least room a head read has.
+constexpr std::size_t head_read_size = 4096;
 
 /// A header field takes at least this many bytes ("a:" and its CRLF): a head shorter than
 /// `max * min_field_bytes` cannot have more than `max` fields, so most are never counted.
@@ -55,6 +59,10 @@ template <class Stream> void server_session<Stream>::do_read() {
 // cannot tell when the first byte of a head arrived: that is when the header timeout of a
 // kept-alive connection starts.
 template <class Stream> void server_session<Stream>::read_head() {
+  // Room for a whole head (and a small body) in one read: an empty buffer would read 512 bytes.
+  if (buffer_.capacity() < head_read_size) {
+    buffer_.reserve(head_read_size);
+  }
   stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, 64 * 1024)),
                           [self = this->shared_from_this()](error_code ec, std::size_t n) {
                             self->on_read_some(ec, n);
@@ -156,6 +164,7 @@ template <class Stream> void server_session<Stream>::read_body() {
   if (!current_ && queued_.empty()) {
     expect(waiting::body, opts_->idle_timeout); // the body of a request nobody answers yet
   }
+  make_room_for_body(buffer_, parser_->content_length_remaining());
   http::async_read(
       stream_, buffer_, *parser_,
       [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
@@ -167,6 +176,7 @@ template <class Stream> void server_session<Stream>::on_read(error_code ec) {
   }
   reading_ = false;
   waiting_ = waiting::none; // a request to answer: nothing waited for until its response ends
+  trim_after_body(buffer_);
   accept_request(parser_->release(), inbound_status::complete);
   do_read();
 }

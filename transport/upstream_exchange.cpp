@@ -1,5 +1,7 @@
 #include "transport/upstream_exchange.hpp"
 
+#include "transport/read_buffer.hpp"
+
 #include <algorithm>
 #include <array>
 #include <boost/asio/dispatch.hpp>
@@ -15,6 +17,9 @@ namespace {
 /// Largest piece of body read at once; a body of known length smaller than this gets a buffer
 /// of its size (the buffer is never zero-filled: it is written before it is read).
 constexpr std::size_t max_chunk_size = 64 * 1024;
+
+/// The least room a response head read has.
+constexpr std::size_t head_read_size = 4096;
 
 /// The read buffer for a body of `content_length` bytes (unknown: a streamed body).
 std::size_t chunk_size_for(boost::optional<std::uint64_t> content_length) {
@@ -291,6 +296,9 @@ void upstream_exchange::do_read_head() {
     self->chunk_.reset(new char[self->chunk_size_]);
     self->do_read_body();
   };
+  if (conn_->buffer.capacity() < head_read_size) {
+    conn_->buffer.reserve(head_read_size); // a head in one read, not in reads of 512 bytes
+  }
   conn_->visit([&](auto& stream) {
     http::async_read_header(stream, conn_->buffer, *parser_, std::move(on_head));
   });
@@ -324,6 +332,7 @@ void upstream_exchange::do_read_body() {
     }
     self->do_read_body();
   };
+  make_room_for_body(conn_->buffer, parser_->content_length_remaining());
   conn_->visit([&](auto& stream) {
     http::async_read_some(stream, conn_->buffer, *parser_, std::move(on_read));
   });
@@ -364,6 +373,7 @@ void upstream_exchange::finish(exchange_status status, std::string detail) {
     park_timer_->cancel();
   }
   if (status == exchange_status::ok && parser_ && parser_->keep_alive() && !cancelled_) {
+    trim_after_body(conn_->buffer);
     pool_->release(std::move(conn_));
   } else {
     pool_->discard(std::move(conn_));
