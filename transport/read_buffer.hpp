@@ -25,9 +25,9 @@ inline constexpr std::size_t idle_buffer_size = 16 * 1024;
 /// chunked, or until the connection closes).
 inline void make_room_for_body(boost::beast::flat_buffer& buffer,
                                boost::optional<std::uint64_t> remaining) {
-  auto want = remaining ? static_cast<std::size_t>(
-                              std::min<std::uint64_t>(*remaining, body_read_size))
-                        : idle_buffer_size;
+  auto want = remaining
+                  ? static_cast<std::size_t>(std::min<std::uint64_t>(*remaining, body_read_size))
+                  : idle_buffer_size;
   if (buffer.capacity() - buffer.size() < want) {
     buffer.reserve(buffer.size() + want);
   }
