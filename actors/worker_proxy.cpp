@@ -179,7 +179,7 @@ void learn_report(self_ptr self, std::optional<protocol::engine_runtime> runtime
   bool ask_kv = effective == protocol::engine_runtime::vllm &&
                 (spec.connector == protocol::kv_connector::unset || spec.kv_engine_id.empty());
   if (runtime) {
-    spdlog::info("worker {} ({}) runs {}", st.id, spec.url, protocol::to_string(*runtime));
+    logs::proxy().info("worker {} ({}) runs {}", st.id, spec.url, protocol::to_string(*runtime));
   }
   if (!ask_kv) {
     st.live->report.store(std::move(report));
