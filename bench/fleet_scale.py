@@ -35,6 +35,7 @@ import threading
 import time
 
 from fake_worker import FakeWorkers
+from loopback import free_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 # Each request carries a session key (x-session-id, for consistent_hash) that also starts
@@ -62,12 +63,6 @@ def port_free(port):
             return True
         except OSError:
             return False
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def worker_ports(count, start=20000):

@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,26 +29,9 @@ import tempfile
 import time
 import urllib.request
 
+from loopback import free_port, wait_http
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def make_cert(tmp):

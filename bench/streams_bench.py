@@ -23,38 +23,18 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 from fake_worker import MODEL as FAKE_MODEL, FakeWorkers
+from loopback import free_port, wait_http
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MODEL = "bench-model"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def rss_mb(pid):
@@ -84,7 +64,7 @@ class Procs:
         self.start([os.path.join(self.build, "apps", "troupe-sim", "troupe-sim"), "--port", port,
                     "--model-id", MODEL, "--request-log-size", 0, "--log-level", "warn", *flags])
         url = f"http://127.0.0.1:{port}"
-        wait_http(url + "/health")
+        wait_http(url + "/health", timeout=20)
         return url
 
     def troupe(self, sims, *flags):
@@ -93,7 +73,7 @@ class Procs:
                         "--prometheus-port", 0, "--log-level", "warn", "--worker-urls", *sims,
                         *flags])
         url = f"http://127.0.0.1:{port}"
-        wait_http(url + "/readiness")
+        wait_http(url + "/readiness", timeout=20)
         return url, p
 
     def stop_all(self):
