@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
+from cluster_support import Node  # noqa: E402
 from harness import (Gateway, ProcessTestCase, delete, free_port, get, post,  # noqa: E402
                      wait_until)
 
@@ -32,20 +33,6 @@ HUNG_BOUND = TIMEOUT + 2 * HEARTBEAT + 1.0
 
 def ms(seconds):
     return f"{seconds * 1000:.0f} ms"
-
-
-class Node:
-    """Ports and flags of one cluster member (its process is started and restarted by tests)."""
-
-    def __init__(self, name):
-        self.name = name
-        self.port = free_port()
-        self.cluster_port = free_port()
-        self.gw = None
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
 
 
 class ClusterTest(ProcessTestCase):
