@@ -12,12 +12,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_http(url, timeout=10):
-    """Waits until GET `url` answers 200; raises after `timeout` seconds."""
+def wait_http(url, timeout=10, context=None):
+    """Waits until GET `url` answers 200; raises after `timeout` seconds. `context`: the
+    ssl.SSLContext for an https URL."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            with urllib.request.urlopen(url, timeout=1) as r:
+            with urllib.request.urlopen(url, timeout=1, context=context) as r:
                 if r.status == 200:
                     return
         except OSError:

@@ -26,8 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 
 from loopback import free_port, wait_http
 
@@ -67,16 +65,7 @@ def wait_https(url, timeout=10):
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1, context=ctx) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up")
+    wait_http(url, timeout, context=ctx)
 
 
 def nginx_conf(tmp, port, upstream_port, extra_servers=""):
