@@ -95,6 +95,18 @@ def cluster_flags(node, peers=(), extra=()):
     return f + list(extra)
 
 
+def start_with_encrypted_key(test, node, peers, certs):
+    """Starts `node` (node-b: the one with an encrypted key) through `test.gateway`, its
+    passphrase given only by TROUPE_CLUSTER_TLS_KEY_PASSPHRASE (set for its start alone)."""
+    os.environ["TROUPE_CLUSTER_TLS_KEY_PASSPHRASE"] = certs.passphrase
+    try:
+        node.gw = test.gateway(*cluster_flags(node, peers), "--cluster-tls-cert",
+                               certs.cert(node.name), "--cluster-tls-key", certs.encrypted_key,
+                               "--cluster-tls-ca", certs.ca(), port=node.port)
+    finally:
+        del os.environ["TROUPE_CLUSTER_TLS_KEY_PASSPHRASE"]
+
+
 def cluster_view(node):
     return get(node.url + "/admin/cluster", timeout=2).json()
 

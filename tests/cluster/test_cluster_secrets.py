@@ -11,7 +11,8 @@ import os
 import sys
 import unittest
 
-from cluster_support import (Certs, Node, cluster_actor, cluster_flags, members_up, probe)
+from cluster_support import (Certs, Node, cluster_actor, cluster_flags, members_up, probe,
+                             start_with_encrypted_key)
 from harness import ProcessTestCase, get, post, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -139,15 +140,8 @@ class SecretsTest(ProcessTestCase):
 
     def test_keys_never_show_in_logs_admin_views_or_metrics(self):
         a, b = Node("node-a"), Node("node-b")
-        os.environ["TROUPE_CLUSTER_TLS_KEY_PASSPHRASE"] = self.certs.passphrase
-        try:
-            self.provider_node(a, [b], tls=True)
-            b.gw = self.gateway(*cluster_flags(b, [a]), "--cluster-tls-cert",
-                                self.certs.cert("node-b"), "--cluster-tls-key",
-                                self.certs.encrypted_key, "--cluster-tls-ca", self.certs.ca(),
-                                port=b.port)
-        finally:
-            del os.environ["TROUPE_CLUSTER_TLS_KEY_PASSPHRASE"]
+        self.provider_node(a, [b], tls=True)
+        start_with_encrypted_key(self, b, [a], self.certs)
         for n in (a, b):
             wait_until(lambda: members_up(n) == ["node-a", "node-b"], 10, what="linked")
         wait_until(lambda: self.posted.url in self.workers_view(b), 5, what="replicated")

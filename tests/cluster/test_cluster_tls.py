@@ -16,7 +16,8 @@ import unittest
 from cluster_support import (BASP_4GIB_HEADER, Certs, Node, cluster_actor, cluster_flags,
                              dial_failures,
                              cluster_view, members_up, metric, plain_connection, probe,
-                             send_and_hold, tls_connection, vm_rss_kb, worker_urls)
+                             send_and_hold, start_with_encrypted_key, tls_connection, vm_rss_kb,
+                             worker_urls)
 from harness import TROUPE_BIN, ProcessTestCase, free_port, get, post, wait_until
 
 CHAT = {"model": "sim-model", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}
@@ -254,14 +255,7 @@ class TlsClusterTest(ProcessTestCase):
     def test_an_encrypted_key_opens_with_the_passphrase_from_the_environment(self):
         a, b = Node("node-a"), Node("node-b")
         self.start_node(a, [b])
-        os.environ["TROUPE_CLUSTER_TLS_KEY_PASSPHRASE"] = self.certs.passphrase
-        try:
-            b.gw = self.gateway(*cluster_flags(b, [a]), "--cluster-tls-cert",
-                                self.certs.cert("node-b"), "--cluster-tls-key",
-                                self.certs.encrypted_key, "--cluster-tls-ca", self.certs.ca(),
-                                port=b.port)
-        finally:
-            del os.environ["TROUPE_CLUSTER_TLS_KEY_PASSPHRASE"]
+        start_with_encrypted_key(self, b, [a], self.certs)
         for n in (a, b):
             wait_until(lambda: members_up(n) == ["node-a", "node-b"], 10, what="linked")
         self.assertNotIn(self.certs.passphrase, b.gw.output())
