@@ -39,6 +39,9 @@ member_table::heard_result member_table::heard(const std::string& name, std::uin
     m.incarnation = inc;
   }
   if (m.state != member_state::up) {
+    if (result == heard_result::known) {
+      result = heard_result::recovered;
+    }
     m.state = member_state::up;
     m.since = wall;
   }
@@ -118,8 +121,8 @@ std::vector<std::string> member_table::expire(clock::time_point now,
 std::unordered_map<std::string, int> member_table::remote_loads() const {
   std::unordered_map<std::string, int> out;
   for (auto& [name, m] : members_) {
-    if (m.state == member_state::down) {
-      continue;
+    if (m.state != member_state::up) {
+      continue; // a suspect member may be hung: its last word no longer steers policies
     }
     for (auto& [id, n] : m.loads) {
       out[id] += n;

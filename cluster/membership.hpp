@@ -15,7 +15,7 @@ namespace troupe::cluster {
 /// What this node believes about a peer.
 enum class member_state {
   up,      ///< Linked and heard from recently.
-  suspect, ///< Linked, but silent for longer than a few heartbeats.
+  suspect, ///< Linked, but silent for longer than a few heartbeats: its load is not counted.
   down,    ///< Link closed, silent past the timeout, or left: its contributions are dropped.
 };
 
@@ -26,6 +26,7 @@ struct member {
   std::string name;            ///< Node name (unique in the cluster).
   std::string api_address;     ///< As it announced.
   std::string cluster_address; ///< Where to reach its cluster port (for reconnects).
+  bool acks = false;           ///< It confirms the writes it receives (its hello said so).
   std::uint64_t incarnation = 0;
   member_state state = member_state::down;
   std::chrono::steady_clock::time_point last_heard{};
@@ -58,6 +59,7 @@ public:
     known,     ///< Nothing new (it was up or suspect, same incarnation).
     joined,    ///< New, or back from down.
     restarted, ///< A new incarnation of a member: the old one's contributions were dropped.
+    recovered, ///< A suspect member spoke again: its load counts again.
   };
 
   explicit member_table(timing t) : timing_(t) {}
@@ -80,7 +82,8 @@ public:
   std::vector<std::string> expire(clock::time_point now,
                                   std::chrono::system_clock::time_point wall);
 
-  /// Requests in flight per worker id, summed over the members that are not down.
+  /// Requests in flight per worker id, summed over the members that are up (a suspect
+  /// member's load counts again once it is heard from).
   std::unordered_map<std::string, int> remote_loads() const;
 
   /// The member called `name`, or nullptr.

@@ -4,6 +4,7 @@
 #include "cluster/node_state.hpp"
 #include "services/logs.hpp"
 
+#include <algorithm>
 #include <caf/send.hpp>
 
 namespace troupe::cluster {
@@ -67,6 +68,7 @@ void send_hello(node_self self, const peer_actor& to) {
   protocol::cluster_hello h;
   h.api_address = st.cfg.api_address;
   h.cluster_address = st.cfg.cluster_address;
+  h.acks = true;
   for (auto& [name, m] : st.members.members()) {
     if (!m.cluster_address.empty() && m.state != member_state::down && st.links.count(name)) {
       h.peers.push_back(m.cluster_address);
@@ -119,6 +121,10 @@ cluster_message envelope(node_self self) {
   return m;
 }
 
+void send_to(node_self self, const peer_actor& to, const cluster_message& m) {
+  send_bytes(self, to, protocol::encode(m));
+}
+
 void broadcast(node_self self, const cluster_message& m) {
   auto& st = self->state;
   if (st.links.empty()) {
@@ -131,12 +137,21 @@ void broadcast(node_self self, const cluster_message& m) {
   }
 }
 
-void broadcast_records(node_self self, actors::record_batch records) {
-  if (self->state.links.empty()) {
+void broadcast_records(node_self self, actors::record_batch records,
+                       const std::set<std::string>& except) {
+  auto& st = self->state;
+  if (st.links.size() <= except.size() &&
+      std::all_of(st.links.begin(), st.links.end(),
+                  [&](auto& kv) { return except.count(kv.first) > 0; })) {
     return;
   }
   for (auto& m : sync_messages(self, std::move(records), false, 0)) {
-    broadcast(self, m);
+    auto bytes = protocol::encode(m); // once for every peer
+    for (auto& [name, link] : st.links) {
+      if (!except.count(name)) {
+        send_bytes(self, link, bytes);
+      }
+    }
   }
 }
 

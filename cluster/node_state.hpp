@@ -13,6 +13,8 @@
 #include "cluster/sync_limits.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <functional>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <set>
@@ -38,6 +40,18 @@ struct node_state {
   std::set<caf::actor_addr> greeted;                 ///< Links this node sent hello + state.
   std::set<std::string> full_sync_due;               ///< Members waiting for a whole registry.
   std::map<std::string, unsigned> digest_mismatches; ///< Consecutive, per member.
+  /// A second live node with a member's name (another incarnation, another link): refused
+  /// while the member is up; admitted (as the member restarted) once it is down.
+  struct duplicate {
+    peer_actor actor;
+    protocol::cluster_message hello;
+    std::string member_address;
+    std::chrono::system_clock::time_point since;
+  };
+  std::map<std::string, duplicate> duplicates; ///< By name.
+  /// Peers calling themselves by this node's name: their cluster address, by actor.
+  std::map<caf::actor_addr, std::pair<std::string, std::chrono::system_clock::time_point>>
+      own_name_clashes;
   dial_table dials{dial_table::settings{}};
   sync_limits syncs{std::chrono::milliseconds{1000}};
   std::set<std::string> peer_interface; ///< What a peer's cluster port must publish.
@@ -46,6 +60,19 @@ struct node_state {
   std::uint64_t sync_seq = 0; ///< Numbers this node's whole-registry syncs.
   std::map<std::string, int> last_sent_loads;
   caf::actor_clock::time_point last_report{};
+  /// Writes of this node waiting for a peer's confirmation.
+  struct unconfirmed {
+    std::vector<std::pair<std::string, std::uint64_t>> records; ///< (id, version).
+    caf::typed_response_promise<std::string> promise;
+    caf::actor_clock::time_point deadline;
+  };
+  std::vector<unconfirmed> unconfirmed_writes;
+  /// Writes waiting for the next save of the state file (which starts when none runs).
+  std::vector<caf::typed_response_promise<std::string>> save_waiters;
+  bool saving_for_waiters = false;
+  std::uint64_t writes_confirmed_by_peer = 0;
+  std::uint64_t writes_confirmed_by_file = 0;
+  std::uint64_t writes_unconfirmed = 0; ///< Answered with an error (no peer, no state file).
   bool persist_pending = false;
   std::uint64_t persisted_digest = 0;
   bool persisted_once = false;
@@ -61,6 +88,7 @@ struct node_state {
   std::uint64_t full_syncs_sent = 0;
   std::uint64_t full_syncs_received = 0;
   std::uint64_t records_received = 0;
+  std::uint64_t relays = 0;        ///< Batches of merged records sent on to other members.
   std::uint64_t keys_withheld = 0; ///< Api keys left out of what went to peers (plain links).
   std::uint64_t records_too_large = 0;
   std::uint64_t saves = 0;
@@ -77,10 +105,32 @@ inline caf::actor_clock::time_point steady_now(node_self self) {
 /// The wall clock in ms since the epoch.
 std::int64_t wall_ms();
 
+// -- node_durable.cpp --
+
+/// Answers `records` (a write of this node, just sent to the peers) once it is durable.
+caf::result<std::string> confirm_write(node_self self, const actors::record_batch& records);
+
+/// Member `from` holds these records now.
+void on_ack(node_self self, const std::string& from, const protocol::cluster_ack& a);
+
+/// Writes whose confirmation is overdue (or can no longer come) fall back on the state file.
+void expire_unconfirmed(node_self self);
+
+/// Writes the state file soon (a batch of changes), unless it holds the registry already.
+void maybe_persist(node_self self);
+
+/// Writes the state file now (fsync'd, as its directory), then calls `then` with success.
+void save(node_self self, std::function<void(bool)> then);
+
 // -- node_send.cpp --
 
-/// Sends the registry's records to every linked member (a write of this node).
-void broadcast_records(node_self self, actors::record_batch records);
+/// Sends records to every linked member but those named in `except` (a write of this node, or
+/// records it merged and relays).
+void broadcast_records(node_self self, actors::record_batch records,
+                       const std::set<std::string>& except = {});
+
+/// Sends one message to one linked member.
+void send_to(node_self self, const peer_actor& to, const protocol::cluster_message& m);
 
 /// Broadcasts one message to every linked member.
 void broadcast(node_self self, const protocol::cluster_message& m);
@@ -108,6 +158,9 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes);
 
 /// Member `name` is gone (link lost, left, silent).
 void member_down(node_self self, const std::string& name, std::string reason);
+
+/// The link of `peer` closed: whatever it was refused for (a duplicate name) is over.
+void forget_refused(node_self self, const caf::actor_addr& peer);
 
 // -- node_dial.cpp --
 

@@ -40,6 +40,16 @@ void publish_status(node_self self) {
     s.loads = m.loads;
     status->members.push_back(std::move(s));
   }
+  for (auto& [name, d] : st.duplicates) {
+    status->name_conflicts.push_back(
+        {name, d.member_address, std::get<protocol::cluster_hello>(d.hello.body).cluster_address,
+         d.since});
+  }
+  for (auto& [peer, clash] : st.own_name_clashes) {
+    status->name_conflicts.push_back({st.cfg.name, st.cfg.cluster_address,
+                                      clash.first.empty() ? "(unknown)" : clash.first,
+                                      clash.second});
+  }
   st.deps.view->set(std::move(status));
   if (st.deps.metrics && st.cfg.networked) {
     st.deps.metrics->set_cluster_members(1 + st.members.count(member_state::up),
@@ -132,6 +142,11 @@ nlohmann::json inspect_state(node_self self) {
           {"full_syncs_received", st.full_syncs_received},
           {"full_syncs_waiting", st.full_sync_due.size()},
           {"records_received", st.records_received},
+          {"relays", st.relays},
+          {"writes_confirmed_by_peer", st.writes_confirmed_by_peer},
+          {"writes_confirmed_by_state_file", st.writes_confirmed_by_file},
+          {"writes_unconfirmed", st.writes_unconfirmed},
+          {"writes_waiting", st.unconfirmed_writes.size() + st.save_waiters.size()},
           {"keys_withheld", st.keys_withheld},
           {"records_too_large", st.records_too_large},
           {"state_file", st.cfg.state_file},

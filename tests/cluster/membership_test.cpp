@@ -36,7 +36,7 @@ TEST_CASE("a member heard from is up; silence makes it suspect, then down") {
   CHECK(t.expire(t0 + 2s, wall).empty());
   CHECK(t.expire(t0 + 3s, wall) == std::vector<std::string>{"b"});
   CHECK(t.find("b")->state == member_state::suspect);
-  CHECK(t.heard("b", 7, t0 + 4s, wall) == heard::known); // speaking again clears suspicion
+  CHECK(t.heard("b", 7, t0 + 4s, wall) == heard::recovered); // speaking clears suspicion
   CHECK(t.find("b")->state == member_state::up);
   CHECK(t.expire(t0 + 11s, wall) == std::vector<std::string>{"b"});
   CHECK(t.find("b")->state == member_state::down);
@@ -45,7 +45,7 @@ TEST_CASE("a member heard from is up; silence makes it suspect, then down") {
   CHECK(t.count(member_state::up) == 1);
 }
 
-TEST_CASE("load is summed over members that are not down") {
+TEST_CASE("load is summed over members that are up") {
   auto t = table();
   auto t0 = steady::time_point{} + 1h;
   t.heard("b", 1, t0, wall);
@@ -71,10 +71,18 @@ TEST_CASE("load is summed over members that are not down") {
     CHECK(t.remote_loads()["w-1"] == 2);
   }
   SECTION("a member silent past the timeout contributes nothing") {
-    t.heard("b", 1, t0 + 5s, wall);
+    t.heard("b", 1, t0 + 6s, wall); // b stays up (heard 1 s ago)
     t.expire(t0 + 7s, wall);
     CHECK(t.find("c")->state == member_state::down);
     CHECK(t.remote_loads()["w-1"] == 2);
+  }
+  SECTION("a suspect member's load stops steering until it is heard again") {
+    t.heard("b", 1, t0 + 2s, wall);
+    CHECK(t.expire(t0 + 3s, wall) == std::vector<std::string>{"c"});
+    CHECK(t.find("c")->state == member_state::suspect);
+    CHECK(t.remote_loads()["w-1"] == 2);
+    t.heard("c", 2, t0 + 3500ms, wall);
+    CHECK(t.remote_loads()["w-1"] == 5);
   }
   SECTION("a restarted member's old report is void") {
     CHECK(t.heard("c", 99, t0 + 1s, wall) == heard::restarted);

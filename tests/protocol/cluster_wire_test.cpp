@@ -462,3 +462,35 @@ TEST_CASE("nesting deeper than any message has is refused") {
   auto m = envelope(cluster_bye{});
   CHECK(decode_message(encode(m), why)); // real messages nest a few levels
 }
+
+TEST_CASE("the digest covers the whole record but its secret") {
+  auto a = sample_record();
+  auto changed = [&](auto edit) {
+    auto b = a;
+    edit(b);
+    return record_hash(b) != record_hash(a);
+  };
+  CHECK(changed([](worker_record& r) { r.models.push_back("another-model"); }));
+  CHECK(changed([](worker_record& r) { r.spec.url += "/v2"; }));
+  CHECK(changed([](worker_record& r) { r.spec.type = worker_type::decode; }));
+  CHECK(changed([](worker_record& r) { r.spec.bootstrap_port = 9001; }));
+  CHECK(changed([](worker_record& r) { r.registered_ms += 1; }));
+  CHECK(changed([](worker_record& r) { r.stamp_ms += 1; }));
+  // A key only TLS links carry: nodes holding it and nodes not given it agree.
+  CHECK_FALSE(changed([](worker_record& r) { r.spec.api_key = "sk-other"; }));
+  CHECK_FALSE(changed([](worker_record& r) {
+    r.spec.api_key.clear();
+    r.key_withheld = true;
+  }));
+}
+
+TEST_CASE("one version with two contents: every node keeps the same one") {
+  auto a = sample_record();
+  auto b = a;
+  b.models = {"something-else"};
+  CHECK(supersedes(a, b) != supersedes(b, a));
+  auto c = a;
+  c.spec.api_key = "sk-only-here"; // the key is no difference
+  CHECK_FALSE(supersedes(a, c));
+  CHECK_FALSE(supersedes(c, a));
+}
