@@ -21,9 +21,9 @@ dialer_actor::behavior_type one_dial(dialer_actor::pointer self, dial_setup setu
         int fd = connect_within(host, port, setup.tcp_timeout, why);
         if (fd < 0) {
           self->quit();
-          return caf::make_error(caf::sec::cannot_connect_to_node,
-                                 "no TCP connection to " + host + ":" + std::to_string(port) +
-                                     ": " + why);
+          return caf::make_error(caf::sec::cannot_connect_to_node, "no TCP connection to " + host +
+                                                                       ":" + std::to_string(port) +
+                                                                       ": " + why);
         }
         ::close(fd);
         auto& sys = self->system();

@@ -10,8 +10,8 @@ namespace troupe::cluster {
 
 /// How a one-dial dialer reaches a peer.
 struct dial_setup {
-  caf::actor basp;                           ///< The middleman's BASP broker ("BASP").
-  bool tls = false;                          ///< Through CAF's OpenSSL module.
+  caf::actor basp;                             ///< The middleman's BASP broker ("BASP").
+  bool tls = false;                            ///< Through CAF's OpenSSL module.
   std::chrono::milliseconds tcp_timeout{1000}; ///< For the TCP connection alone.
 };
 

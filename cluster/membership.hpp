@@ -34,6 +34,8 @@ struct member {
   std::string reason;                            ///< Why it is down.
   std::map<std::string, int> loads;              ///< Its requests in flight per worker id.
   std::uint64_t load_seq = 0;                    ///< Seq of the report `loads` came from.
+  bool deltas = false;                           ///< It reads load deltas (its hello said so).
+  bool needs_full = false; ///< A delta of it did not follow the last report: a whole one is due.
   std::uint64_t registry_digest = 0;
   std::uint64_t registry_version = 0;
   std::uint64_t shared_version = 0;
@@ -73,8 +75,10 @@ public:
   bool down(const std::string& name, std::string reason,
             std::chrono::system_clock::time_point wall);
 
-  /// Takes a load report of `name`; an older report than the last one taken is ignored.
-  /// Returns whether the member's loads changed.
+  /// Takes a load report of `name`: a whole one replaces its loads (an older one than the last
+  /// taken is ignored), a delta changes the workers it names when it follows the last report
+  /// taken (else the member `needs_full`, and its deltas are ignored until a whole report).
+  /// Only the workers named are touched. Returns whether the member's loads changed.
   bool report(const std::string& name, const protocol::load_report& r);
 
   /// Moves silent members to `suspect` and then `down`, and forgets members silent for
@@ -83,8 +87,12 @@ public:
                                   std::chrono::system_clock::time_point wall);
 
   /// Requests in flight per worker id, summed over the members that are up (a suspect
-  /// member's load counts again once it is heard from).
-  std::unordered_map<std::string, int> remote_loads() const;
+  /// member's load counts again once it is heard from). Kept as reports arrive: reading it
+  /// costs nothing.
+  const std::unordered_map<std::string, int>& remote_loads() const { return sums_; }
+
+  /// The worker ids whose sum changed since the last call (then forgotten).
+  std::vector<std::string> take_changed();
 
   /// The member called `name`, or nullptr.
   member* find(const std::string& name);
@@ -96,8 +104,15 @@ public:
   std::size_t count(member_state s) const;
 
 private:
+  /// Adds (`sign` 1) or removes (-1) what `m` contributes to the sums.
+  void count(const member& m, int sign);
+  /// Worker `id` of member `m` (up when `counted`) goes from `from` to `to` requests.
+  void change(member& m, const std::string& id, int to, bool counted);
+
   timing timing_;
   std::map<std::string, member> members_;
+  std::unordered_map<std::string, int> sums_; ///< Over members up.
+  std::vector<std::string> changed_;
 };
 
 } // namespace troupe::cluster

@@ -55,7 +55,8 @@ void on_down(node_self self, caf::down_msg& dm) {
   for (auto& [name, link] : st.links) {
     if (link.address() == dm.source) {
       auto reason = dm.reason ? self->system().render(dm.reason) : std::string{"link closed"};
-      return member_down(self, name, "link lost: " + reason);
+      auto who = name; // member_down erases the link `name` lives in
+      return member_down(self, who, "link lost: " + reason);
     }
   }
 }
@@ -117,7 +118,7 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
         auto& st = self->state;
         auto digest_changed = !st.fleet || st.fleet->digest != fleet->digest;
         st.fleet = std::move(fleet);
-        apply_remote_loads(self);
+        apply_all_remote_loads(self);
         if (digest_changed) {
           publish_status(self);
         }

@@ -8,6 +8,8 @@
 #include "cluster/version_guard.hpp"
 #include "services/logs.hpp"
 
+#include <algorithm>
+
 namespace troupe::cluster {
 
 namespace {
@@ -57,6 +59,7 @@ void on_hello(node_self self, const std::string& from, const protocol::cluster_h
   auto& st = self->state;
   if (auto* m = st.members.find(from)) {
     m->acks = h.acks;
+    m->deltas = h.deltas;
     m->api_address = h.api_address;
     if (!h.cluster_address.empty()) {
       m->cluster_address = h.cluster_address;
@@ -136,10 +139,20 @@ void on_sync(node_self self, const std::string& from, protocol::registry_sync& s
           [](caf::error&) {});
 }
 
-void on_load(node_self self, const std::string& from, const protocol::load_report& r) {
+void on_load(node_self self, const std::string& from, std::int64_t sent_ms,
+             const protocol::load_report& r) {
   auto& st = self->state;
   if (st.members.report(from, r)) {
     apply_remote_loads(self);
+    // How old the news is when it steers policies here (wall clocks: assumes synchronized
+    // ones); the sender's coalescing (up to one gossip interval) comes before.
+    if (st.deps.metrics && sent_ms > 0) {
+      auto age = std::max<std::int64_t>(0, wall_ms() - sent_ms);
+      st.deps.metrics->on_cluster_load_age(std::chrono::duration<double>(age / 1000.0));
+    }
+  }
+  if (std::find(r.resend.begin(), r.resend.end(), st.cfg.name) != r.resend.end()) {
+    st.whole_load_due.insert(from); // it missed a delta of ours
   }
   // Anti-entropy: registries that still differ after two reports exchange their whole state
   // (a delta lost to a link that dropped, a node that was away).
@@ -227,7 +240,7 @@ void deliver(node_self self, protocol::cluster_message& msg) {
         } else if constexpr (std::is_same_v<T, protocol::registry_sync>) {
           on_sync(self, msg.from, body);
         } else if constexpr (std::is_same_v<T, protocol::load_report>) {
-          on_load(self, msg.from, body);
+          on_load(self, msg.from, msg.sent_ms, body);
           status_changed = true;
         } else if constexpr (std::is_same_v<T, protocol::cluster_ack>) {
           on_ack(self, msg.from, body);
@@ -263,6 +276,7 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
     if (fresh) {
       it->second.second = std::chrono::system_clock::now();
       self->monitor(sender);
+      greet(self, {}, sender); // our hello (nothing else): the other node sees the clash too
     }
     if (h && !h->cluster_address.empty() && it->second.first != h->cluster_address) {
       it->second.first = h->cluster_address;

@@ -19,6 +19,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 namespace troupe::cluster {
 
@@ -58,7 +59,14 @@ struct node_state {
   actors::fleet_ptr fleet;
   std::uint64_t seq = 0;
   std::uint64_t sync_seq = 0; ///< Numbers this node's whole-registry syncs.
-  std::map<std::string, int> last_sent_loads;
+  /// Every worker's live state, by id (the current snapshot's): received loads touch only the
+  /// workers they name.
+  std::unordered_map<std::string, std::shared_ptr<actors::worker_live>> live_by_id;
+  std::unordered_map<std::string, int> last_sent_loads; ///< As of report `seq`.
+  std::set<std::string> whole_load_due; ///< Members that asked for a whole load report.
+  std::uint64_t load_reports_sent = 0;
+  std::uint64_t load_deltas_sent = 0;
+  std::uint64_t load_entries_sent = 0;
   caf::actor_clock::time_point last_report{};
   /// Writes of this node waiting for a peer's confirmation.
   struct unconfirmed {
@@ -148,8 +156,12 @@ void request_full_sync(node_self self, const std::string& name);
 /// Sends the whole registries that were due and are allowed now.
 void send_due_full_syncs(node_self self);
 
-/// This node's load report to every member (when it changed, or at the keepalive).
+/// This node's load report to every member (when it changed, or at the keepalive): a delta to
+/// those that read deltas, a whole report to the others and to those that asked for one.
 void report_load(node_self self);
+
+/// A whole load report (as of the last one sent) to one link.
+void send_whole_load(node_self self, const peer_actor& to);
 
 // -- node_receive.cpp --
 
@@ -181,8 +193,11 @@ void address_lost(node_self self, const std::string& address);
 /// Publishes the cluster view (admin, metrics).
 void publish_status(node_self self);
 
-/// Writes the peers' summed load into each worker's live state.
+/// Writes the peers' summed load into the live state of the workers whose sum changed.
 void apply_remote_loads(node_self self);
+
+/// Writes it into every worker's live state (a new fleet snapshot).
+void apply_all_remote_loads(node_self self);
 
 /// Takes the frame guard's new refusals into the counts (and logs them).
 void take_frame_refusals(node_self self);

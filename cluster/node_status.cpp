@@ -60,11 +60,26 @@ void publish_status(node_self self) {
 
 void apply_remote_loads(node_self self) {
   auto& st = self->state;
+  auto& sums = st.members.remote_loads();
+  for (auto& id : st.members.take_changed()) {
+    if (auto w = st.live_by_id.find(id); w != st.live_by_id.end()) {
+      auto sum = sums.find(id);
+      w->second->remote_in_flight.store(sum == sums.end() ? 0 : sum->second,
+                                        std::memory_order_relaxed);
+    }
+  }
+}
+
+void apply_all_remote_loads(node_self self) {
+  auto& st = self->state;
+  st.members.take_changed();
+  st.live_by_id.clear();
   if (!st.fleet) {
     return;
   }
-  auto sums = st.members.remote_loads();
+  auto& sums = st.members.remote_loads();
   for (auto& w : st.fleet->workers) {
+    st.live_by_id.emplace(w->id, w->live);
     auto it = sums.find(w->id);
     w->live->remote_in_flight.store(it == sums.end() ? 0 : it->second, std::memory_order_relaxed);
   }
@@ -143,6 +158,9 @@ nlohmann::json inspect_state(node_self self) {
           {"full_syncs_waiting", st.full_sync_due.size()},
           {"records_received", st.records_received},
           {"relays", st.relays},
+          {"load_reports_sent", st.load_reports_sent},
+          {"load_deltas_sent", st.load_deltas_sent},
+          {"load_entries_sent", st.load_entries_sent},
           {"writes_confirmed_by_peer", st.writes_confirmed_by_peer},
           {"writes_confirmed_by_state_file", st.writes_confirmed_by_file},
           {"writes_unconfirmed", st.writes_unconfirmed},

@@ -76,7 +76,7 @@ struct body_writer {
   packer& pk;
 
   std::string_view operator()(const cluster_hello& h) {
-    pk.pack_map(h.acks ? 4 : 3);
+    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
@@ -85,6 +85,10 @@ struct body_writer {
     put(pk, h.peers);
     if (h.acks) {
       put(pk, "acks");
+      pk.pack_true();
+    }
+    if (h.deltas) {
+      put(pk, "deltas");
       pk.pack_true();
     }
     return "hello";
@@ -115,7 +119,13 @@ struct body_writer {
   }
 
   std::string_view operator()(const load_report& l) {
-    pk.pack_map(6);
+    pk.pack_map(7 + (l.resend.empty() ? 0 : 1));
+    put(pk, "full");
+    l.full ? pk.pack_true() : pk.pack_false();
+    if (!l.resend.empty()) {
+      put(pk, "resend");
+      put(pk, l.resend);
+    }
     put(pk, "seq");
     pk.pack_uint64(l.seq);
     put(pk, "loads");
@@ -362,6 +372,7 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("addr", h.cluster_address);
     in.get("peers", h.peers);
     in.get("acks", h.acks);
+    in.get("deltas", h.deltas);
     m.body = std::move(h);
     return in.ok();
   }
@@ -384,6 +395,8 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("rver", l.registry_version);
     in.get("workers", l.workers);
     in.get("sver", l.shared_version);
+    in.get("full", l.full);
+    in.get("resend", l.resend);
     if (auto* loads = in.find("loads")) {
       if (loads->type != msgpack::type::MAP) {
         in.fail("field 'loads' is not a map");

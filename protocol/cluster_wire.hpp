@@ -66,6 +66,7 @@ struct cluster_hello {
   /// The sender confirms the writes it receives (`cluster_ack`): a node waits for such a
   /// peer's confirmation before it answers a registration. False from older senders.
   bool acks = false;
+  bool deltas = false; ///< The sender reads load deltas (`load_report::full` false).
 };
 
 /// Registry records: the sender's whole state (`full`, on a new link or when digests differ),
@@ -78,8 +79,11 @@ struct registry_sync {
   std::uint64_t sync_id = 0;
 };
 
-/// The sender's load: requests it has in flight per worker (workers at zero are left out).
-/// Sent periodically; each report replaces the previous one from the same sender.
+/// The sender's load: requests it has in flight per worker. A whole report (`full`) lists every
+/// worker above zero and replaces what the sender said before; a delta lists only the workers
+/// whose count changed since the report numbered `seq - 1` (a count of 0: none any more).
+/// Deltas go, once per gossip interval at most, to members whose hello says they read them;
+/// a new link gets a whole report first. Older senders write no `full`: their reports are whole.
 struct load_report {
   std::uint64_t seq = 0;                                   ///< Increases per report.
   std::vector<std::pair<std::string, std::int32_t>> loads; ///< (worker id, in flight).
@@ -87,6 +91,10 @@ struct load_report {
   std::uint64_t registry_version = 0; ///< The sender's snapshot version (a local counter).
   std::uint32_t workers = 0;          ///< Live workers the sender knows.
   std::uint64_t shared_version = 0;   ///< The sender's highest record version.
+  bool full = true;                   ///< A whole report (else a delta on `seq - 1`).
+  /// Members whose deltas the sender could not apply (one was missed): each sends it a whole
+  /// report.
+  std::vector<std::string> resend;
 };
 
 /// The sender leaves the cluster (graceful shutdown): peers drop it at once.

@@ -74,7 +74,7 @@ inline caf::node_id other_node(int n) {
 }
 
 inline protocol::worker_record record(std::string id, std::string url, std::uint64_t version,
-                               std::string origin) {
+                                      std::string origin) {
   protocol::worker_record r;
   r.id = std::move(id);
   r.spec.url = std::move(url);
@@ -171,8 +171,7 @@ struct fixture : test::actor_system_fixture {
   }
 
   /// `p` sends `m` (signed `from`, incarnation `inc`) to the node's endpoint.
-  void say(const fake_peer& p, const std::string& from, cluster_message m,
-           std::uint64_t inc = 42) {
+  void say(const fake_peer& p, const std::string& from, cluster_message m, std::uint64_t inc = 42) {
     m.from = from;
     m.incarnation = inc;
     caf::send_as(p.actor, node.endpoint, gossip_atom_v, protocol::encode(m));
@@ -180,16 +179,14 @@ struct fixture : test::actor_system_fixture {
   }
 
   void hello(const fake_peer& p, const std::string& from, const std::string& address,
-             std::vector<std::string> peers_known = {}, bool acks = false,
-             std::uint64_t inc = 42) {
+             std::vector<std::string> peers_known = {}, bool acks = false, std::uint64_t inc = 42) {
     cluster_message m;
     m.body = protocol::cluster_hello{"api:" + from, address, std::move(peers_known), acks};
     say(p, from, std::move(m), inc);
   }
 
   /// The messages of kind `T` that `p` received.
-  template <class T>
-  std::vector<T> received(const fake_peer& p) const {
+  template <class T> std::vector<T> received(const fake_peer& p) const {
     std::vector<T> out;
     for (auto& m : p.got->messages) {
       if (auto* x = std::get_if<T>(&m.body)) {
@@ -209,7 +206,7 @@ struct fixture : test::actor_system_fixture {
   void load(const fake_peer& p, const std::string& from, std::uint64_t seq,
             std::vector<std::pair<std::string, std::int32_t>> loads, std::uint64_t digest) {
     cluster_message m;
-    m.body = protocol::load_report{seq, std::move(loads), digest, 0, 0, 0};
+    m.body = protocol::load_report{seq, std::move(loads), digest, 0, 0, 0, true, {}};
     say(p, from, std::move(m));
   }
 

@@ -132,7 +132,7 @@ TEST_CASE_METHOD(fixture, "a second node with a member's name is refused while t
 
   // What the twin says counts for nothing.
   cluster_message m;
-  m.body = protocol::load_report{1, {{id, 7}}, 0, 0, 0, 0};
+  m.body = protocol::load_report{1, {{id, 7}}, 0, 0, 0, 0, true, {}};
   say(twin, "b", m, 4343);
   CHECK(refused(refusal::duplicate_name) == 2);
   CHECK(fleet->get()->find(id)->live->remote_in_flight.load() == 0);

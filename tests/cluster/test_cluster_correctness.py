@@ -93,7 +93,7 @@ class CorrectnessTest(ProcessTestCase):
         incarnation = next(m["incarnation"] for m in self.cluster(a)["members"]
                            if m["name"] == "node-b")
         twin = Node("node-b")
-        self.start_node(twin, [a, c])
+        self.start_node(twin, [a, b, c])
         for n in (a, c):
             wait_until(lambda: any(x["name"] == "node-b" and
                                    x["refused_address"] == twin.cluster_address
@@ -105,7 +105,8 @@ class CorrectnessTest(ProcessTestCase):
             member = next(m for m in self.cluster(n)["members"] if m["name"] == "node-b")
             self.assertEqual(member["incarnation"], incarnation)  # the first one stays
             self.assertEqual(member["cluster_address"], b.cluster_address)
-        # The two namesakes learn of each other (from the members' hellos) and refuse each other.
+        # The two namesakes refuse each other (whichever dials, the other answers its hello with
+        # its own), and say so.
         for n in (b, twin):
             wait_until(lambda: self.cluster(n)["name_conflicts"], 20,
                        what=f"the clash on {n.name}'s admin view")
@@ -117,8 +118,12 @@ class CorrectnessTest(ProcessTestCase):
         # The member goes: the twin is node-b now, and the conflict is over.
         b.gw.kill()
         for n in (a, c):
-            wait_until(lambda: not self.cluster(n)["name_conflicts"], 5,
-                       what=f"the conflict over on {n.name}")
+            try:
+                wait_until(lambda: self.cluster(n)["name_conflicts"] == [], 5,
+                           what=f"the conflict over on {n.name}")
+            except AssertionError:
+                print(self.cluster(n))
+                raise
             wait_until(lambda: "node-b" in self.up(n), 5, what="the twin as node-b")
 
     def test_records_from_the_far_future_are_refused(self):

@@ -95,7 +95,9 @@ TEST_CASE("every cluster message survives encode and decode") {
     CHECK(s.records[3] == provider);
   }
   SECTION("load report") {
-    load_report l{7, {{"w-1", 3}, {"w-2", 1}}, 0xdeadbeefcafef00dull, 12, 2, 1700000000555};
+    load_report l{
+        7,         {{"w-1", 3}, {"w-2", 1}}, 0xdeadbeefcafef00dull, 12, 2, 1700000000555, false,
+        {"node-z"}};
     auto back = decode_message(encode(envelope(l)), why);
     REQUIRE(back);
     auto& r = std::get<load_report>(back->body);
@@ -105,6 +107,8 @@ TEST_CASE("every cluster message survives encode and decode") {
     CHECK(r.registry_version == 12);
     CHECK(r.workers == 2);
     CHECK(r.shared_version == 1700000000555);
+    CHECK_FALSE(r.full);
+    CHECK(r.resend == std::vector<std::string>{"node-z"});
   }
   SECTION("bye") {
     auto back = decode_message(encode(envelope(cluster_bye{})), why);
