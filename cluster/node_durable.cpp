@@ -119,7 +119,7 @@ void expire_unconfirmed(node_self self) {
                             std::to_string(st.cfg.ack_timeout.count()) + " ms";
     if (!st.cfg.state_file.empty()) {
       logs::cluster().warn("a write of worker {}: {}; saved to the state file instead",
-                   it->records.empty() ? "?" : it->records.front().first, why);
+                           it->records.empty() ? "?" : it->records.front().first, why);
       after_next_save(self, std::move(it->promise));
     } else {
       ++st.writes_unconfirmed;

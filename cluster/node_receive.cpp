@@ -201,10 +201,10 @@ void refuse_duplicate(node_self self, const peer_actor& sender, protocol::cluste
       self->demonitor(d.actor.address());
     }
     logs::cluster().error("two nodes call themselves {}: the member at {} and another at {}; "
-                  "refusing the second while the first is up. Give each node its own "
-                  "--node-name",
-                  hello.from, member_address.empty() ? "(unknown)" : member_address,
-                  h.cluster_address.empty() ? "(unknown)" : h.cluster_address);
+                          "refusing the second while the first is up. Give each node its own "
+                          "--node-name",
+                          hello.from, member_address.empty() ? "(unknown)" : member_address,
+                          h.cluster_address.empty() ? "(unknown)" : h.cluster_address);
     d.actor = sender;
     d.since = std::chrono::system_clock::now();
     self->monitor(sender);
@@ -281,8 +281,8 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
     if (h && !h->cluster_address.empty() && it->second.first != h->cluster_address) {
       it->second.first = h->cluster_address;
       logs::cluster().error("the node at {} calls itself {}, as this node does: refused; give "
-                    "each node its own --node-name",
-                    h->cluster_address, msg->from);
+                            "each node its own --node-name",
+                            h->cluster_address, msg->from);
       publish_status(self);
     }
     return refuse(self, refusal::name_clash, "a message from a peer named like this node");
@@ -336,7 +336,7 @@ void member_down(node_self self, const std::string& name, std::string reason) {
     st.duplicates.erase(d);
     self->demonitor(dup.actor.address());
     logs::cluster().info("the other node called {} (at {}) is taken as the member now", name,
-                 std::get<protocol::cluster_hello>(dup.hello.body).cluster_address);
+                         std::get<protocol::cluster_hello>(dup.hello.body).cluster_address);
     admit(self, name, dup.actor);
     deliver(self, dup.hello);
   }

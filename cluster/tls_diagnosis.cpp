@@ -33,7 +33,6 @@ std::string last_openssl_error() {
   return out;
 }
 
-
 } // namespace
 
 std::string diagnose_tls_handshake(const std::string& host, std::uint16_t port,

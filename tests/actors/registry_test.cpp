@@ -225,8 +225,15 @@ TEST_CASE_METHOD(fixture, "a removed worker registered again keeps its id and co
 namespace {
 
 protocol::worker_spec provider(std::string url, std::string key) {
-  return {std::move(url), protocol::worker_type::regular, {}, {}, protocol::provider_kind::openai,
-          std::move(key)};
+  return {std::move(url),
+          protocol::worker_type::regular,
+          {},
+          {},
+          protocol::provider_kind::openai,
+          std::move(key),
+          {},
+          {},
+          {}};
 }
 
 std::string add_spec(fixture& f, const fixture::node& n, protocol::worker_spec spec) {

@@ -23,9 +23,10 @@ protocol::load_report load_of(std::uint64_t seq, bool full,
 } // namespace
 
 TEST_CASE_METHOD(fixture, "load travels as a whole report, then as deltas per interval") {
-  auto id = add_worker({"http://10.0.0.90:8000", protocol::worker_type::regular, {}, {}, {}, {}});
-  auto other =
-      add_worker({"http://10.0.0.91:8000", protocol::worker_type::regular, {}, {}, {}, {}});
+  auto id = add_worker(
+      {"http://10.0.0.90:8000", protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
+  auto other = add_worker(
+      {"http://10.0.0.91:8000", protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
   auto b = peer("10.0.0.2:7000");
   auto c = settings();
   c.seeds = {"10.0.0.2:7000"};

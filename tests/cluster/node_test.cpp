@@ -43,7 +43,8 @@ TEST_CASE_METHOD(fixture, "this node's writes reach its members as they happen; 
   };
   REQUIRE(deltas().empty());
 
-  auto id = add_worker({"http://10.0.0.40:8000", protocol::worker_type::regular, {}, {}, {}, {}});
+  auto id = add_worker(
+      {"http://10.0.0.40:8000", protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
   run();
   auto sent = deltas();
   REQUIRE(sent.size() == 1);
@@ -89,7 +90,10 @@ TEST_CASE_METHOD(fixture, "api keys leave a node only over TLS links") {
                         {},
                         {},
                         protocol::provider_kind::openai,
-                        "sk-local-secret"});
+                        "sk-local-secret",
+                        {},
+                        {},
+                        {}});
   REQUIRE(id != "error");
   auto b = peer("10.0.0.2:7000");
   auto c = settings();
@@ -278,7 +282,8 @@ TEST_CASE_METHOD(fixture, "a learned address that keeps failing is given up; a s
 }
 
 TEST_CASE_METHOD(fixture, "a member's load counts until its link goes; then it is redialed") {
-  auto id = add_worker({"http://10.0.0.40:8000", protocol::worker_type::regular, {}, {}, {}, {}});
+  auto id = add_worker(
+      {"http://10.0.0.40:8000", protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
   auto b = member("b", "10.0.0.2:7000");
   load(b, "b", 1, {{id, 3}}, 0);
   auto live = fleet->get()->find(id)->live;
@@ -296,7 +301,8 @@ TEST_CASE_METHOD(fixture, "a member's load counts until its link goes; then it i
 }
 
 TEST_CASE_METHOD(fixture, "a silent member is suspect, then down; a goodbye drops it at once") {
-  auto id = add_worker({"http://10.0.0.40:8000", protocol::worker_type::regular, {}, {}, {}, {}});
+  auto id = add_worker(
+      {"http://10.0.0.40:8000", protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
   auto b = member("b", "10.0.0.2:7000");
   load(b, "b", 1, {{id, 2}}, 0);
   auto live = fleet->get()->find(id)->live;

@@ -12,7 +12,7 @@ using namespace troupe::test::cluster_node;
 namespace {
 
 protocol::worker_spec spec(std::string url) {
-  return {std::move(url), protocol::worker_type::regular, {}, {}, {}, {}};
+  return {std::move(url), protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}};
 }
 
 std::int64_t wall_now_ms() {
