@@ -26,8 +26,10 @@ struct registry_state {
   std::vector<replication_listener> replicators;
   worker_proxy_config cfg;
   inspector_actor inspector;
-  std::string node;                                   ///< Signs this node's writes.
-  std::vector<std::shared_ptr<worker_entry>> workers; ///< Live workers, registration order.
+  std::string node;                      ///< Signs this node's writes.
+  std::vector<worker_entry_ptr> workers; ///< Live workers, registration order.
+  fleet_index index;                     ///< Candidates of `workers`, by (role, model).
+  bool notify_pending = false;           ///< A publish_atom to itself is on its way.
   /// Every registration ever seen, by id: live ones and tombstones.
   std::unordered_map<std::string, worker_record> records;
   /// Api keys this node was given itself (flags, `POST /workers`), by url: a record from a
@@ -46,19 +48,32 @@ std::int64_t now_ms() {
       .count();
 }
 
+/// Makes the fleet as it is now the current snapshot. The view changes at once (a worker is
+/// listed as soon as its registration is answered); the listeners hear of it once the writes
+/// already in the mailbox are done: 4,000 workers registered by flag are one message to each
+/// policy, not 4,000 snapshots queued in its mailbox.
 void publish(self_ptr self) {
   auto& st = self->state;
   auto snap = std::make_shared<fleet_snapshot>();
   snap->version = ++st.version;
   snap->digest = st.digest;
   snap->shared_version = st.clock;
-  snap->workers.reserve(st.workers.size());
-  for (auto& w : st.workers) {
-    // Entries are copied on publication: a published entry is never mutated afterwards.
-    snap->workers.push_back(std::make_shared<const worker_entry>(*w));
+  // Entries are immutable and shared: a snapshot is the list of pointers and the index, whose
+  // groups are shared with the previous snapshot where the write did not touch them.
+  snap->workers = st.workers;
+  snap->index = st.index;
+  st.view->set(std::move(snap));
+  if (!st.notify_pending) {
+    st.notify_pending = true;
+    self->send(self, publish_atom_v);
   }
-  fleet_ptr ptr = std::move(snap);
-  st.view->set(ptr);
+}
+
+/// Sends the current snapshot to every listener.
+void notify(self_ptr self) {
+  auto& st = self->state;
+  st.notify_pending = false;
+  auto ptr = st.view->get();
   for (auto& l : st.listeners) {
     self->send(l, publish_atom_v, ptr);
   }
@@ -92,9 +107,28 @@ void sign(registry_state& st, worker_record& r) {
   r.origin = st.node;
 }
 
-std::vector<std::shared_ptr<worker_entry>>::iterator find_live(registry_state& st,
-                                                               std::string_view id) {
+using live_iterator = std::vector<worker_entry_ptr>::iterator;
+
+live_iterator find_live(registry_state& st, std::string_view id) {
   return std::find_if(st.workers.begin(), st.workers.end(), [&](auto& w) { return w->id == id; });
+}
+
+/// Adds a live worker (the index follows).
+void append(registry_state& st, worker_entry_ptr w) {
+  st.index = st.index.with(*w);
+  st.workers.push_back(std::move(w));
+}
+
+/// Puts `next` in the place of the worker at `it`.
+void replace(registry_state& st, live_iterator it, worker_entry_ptr next) {
+  st.index = st.index.without(**it).with(*next);
+  *it = std::move(next);
+}
+
+/// Takes the worker at `it` out of the fleet.
+void erase(registry_state& st, live_iterator it) {
+  st.index = st.index.without(**it);
+  st.workers.erase(it);
 }
 
 /// Spawns the proxy of `entry` (its spec, url and live state set).
@@ -106,7 +140,7 @@ void start_proxy(self_ptr self, worker_entry& entry, protocol::checked_spec chec
   register_with(st.inspector, "worker_proxy", "worker_proxy:" + entry.id, entry.proxy);
 }
 
-void stop_proxy(self_ptr self, worker_entry& entry) {
+void stop_proxy(self_ptr self, const worker_entry& entry) {
   self->send(entry.proxy, drain_atom_v);
   deregister_from(self->state.inspector, entry.proxy);
 }
@@ -121,10 +155,12 @@ bool apply_live(self_ptr self, const worker_record& r) {
       r.spec.model_id && r.models.empty() ? std::vector<std::string>{*r.spec.model_id} : r.models;
   if (it != st.workers.end() && (*it)->spec == r.spec) {
     // Same worker, newer card: keep the proxy (and its health), take the models.
-    (*it)->models = std::move(models);
-    (*it)->version = r.version;
-    (*it)->origin = r.origin;
-    (*it)->key_missing = r.key_withheld && r.spec.api_key.empty();
+    auto next = std::make_shared<worker_entry>(**it);
+    next->models = std::move(models);
+    next->version = r.version;
+    next->origin = r.origin;
+    next->key_missing = r.key_withheld && r.spec.api_key.empty();
+    replace(st, it, std::move(next));
     return true;
   }
   std::string why;
@@ -133,7 +169,7 @@ bool apply_live(self_ptr self, const worker_record& r) {
     logs::registry().warn("worker {} from {}: invalid here ({}), not served", r.id, r.origin, why);
     if (it != st.workers.end()) {
       stop_proxy(self, **it);
-      st.workers.erase(it);
+      erase(st, it);
     }
     return false;
   }
@@ -158,7 +194,7 @@ bool apply_live(self_ptr self, const worker_record& r) {
   if (it != st.workers.end()) {
     // The spec changed (registered again elsewhere): a new proxy, at the same place.
     stop_proxy(self, **it);
-    *it = entry;
+    replace(st, it, entry);
   } else {
     for (auto& w : st.workers) {
       if (w->spec.url == entry->spec.url) {
@@ -166,7 +202,7 @@ bool apply_live(self_ptr self, const worker_record& r) {
                               entry->spec.url);
       }
     }
-    st.workers.push_back(entry);
+    append(st, entry);
   }
   logs::registry().info("worker {} {} ({}) from {}", entry->id, entry->spec.url,
                         to_string(entry->spec.type), r.origin);
@@ -209,7 +245,7 @@ bool merge(self_ptr self, record_batch& batch) {
       if (auto w = find_live(st, r.id); w != st.workers.end()) {
         stop_proxy(self, **w);
         logs::registry().info("removed worker {} {} (by {})", r.id, (*w)->spec.url, r.origin);
-        st.workers.erase(w);
+        erase(st, w);
       }
     } else {
       apply_live(self, r);
@@ -336,7 +372,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         start_proxy(self, *entry, std::move(*checked));
         logs::registry().info("registered worker {} {} ({})", entry->id, entry->spec.url,
                               to_string(entry->spec.type));
-        st.workers.push_back(entry);
+        append(st, entry);
         store(st, r);
         publish(self);
         replicate(self, r);
@@ -363,7 +399,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         r.spec.api_key.clear();
         r.key_withheld = false;
         sign(st, r);
-        st.workers.erase(it);
+        erase(st, it);
         store(st, r);
         publish(self);
         replicate(self, r);
@@ -375,17 +411,20 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         if (it == st.workers.end() || (*it)->models == models) {
           return;
         }
-        (*it)->models = std::move(models);
+        auto next = std::make_shared<worker_entry>(**it);
+        next->models = std::move(models);
         auto rec = st.records.find(id);
         if (rec == st.records.end()) {
+          replace(st, it, std::move(next));
           return publish(self);
         }
         // The model card is shared: the first node to read it tells the others.
         auto r = rec->second;
-        r.models = (*it)->models;
+        r.models = next->models;
         sign(st, r);
-        (*it)->version = r.version;
-        (*it)->origin = r.origin;
+        next->version = r.version;
+        next->origin = r.origin;
+        replace(st, it, std::move(next));
         store(st, r);
         publish(self);
         replicate(self, r);
@@ -414,9 +453,12 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
           self->send(w->proxy, stop_atom_v);
         }
         self->state.workers.clear();
+        self->state.index = {};
         publish(self);
+        notify(self);
         self->quit();
       },
+      [self](publish_atom) { notify(self); },
       [self](inspect_atom) { return inspect_state(self).dump(); },
   };
 }
