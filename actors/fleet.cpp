@@ -130,7 +130,9 @@ fleet_index fleet_index::edit(const worker_entry& w, bool add) const {
                           : std::make_shared<candidate_group>();
     auto& list = g->by_provider[provider];
     if (add) {
-      list.push_back(&w);
+      list.insert(std::upper_bound(list.begin(), list.end(), &w,
+                                   [](auto* a, auto* b) { return a->seq < b->seq; }),
+                  &w);
     } else {
       list.erase(std::remove(list.begin(), list.end(), &w), list.end());
     }
@@ -164,6 +166,89 @@ fleet_index fleet_index::with(const worker_entry& w) const {
 
 fleet_index fleet_index::without(const worker_entry& w) const {
   return edit(w, false);
+}
+
+fleet_index fleet_index::replaced(const worker_entry& old, const worker_entry& next) const {
+  if (old.spec.type != next.spec.type || old.spec.provider != next.spec.provider ||
+      old.models.empty() || next.models.empty()) {
+    return without(old).with(next);
+  }
+  auto map = std::make_shared<model_map>(*models_);
+  auto slot = role_slot(old.spec.type);
+  auto provider = static_cast<std::size_t>(old.spec.provider);
+  auto serves = [](const worker_entry& w, const std::string& m) {
+    return m.empty() || std::find(w.models.begin(), w.models.end(), m) != w.models.end();
+  };
+  auto swap_in = [&](const std::string& model) {
+    auto it = map->find(model);
+    if (it == map->end() || !it->second[slot]) {
+      return false;
+    }
+    auto g = std::make_shared<candidate_group>(*it->second[slot]);
+    auto& list = g->by_provider[provider];
+    auto at = std::find(list.begin(), list.end(), &old);
+    if (at == list.end()) {
+      return false;
+    }
+    *at = &next;
+    it->second[slot] = std::move(g);
+    return true;
+  };
+  fleet_index out;
+  out.models_ = map;
+  // Models both serve: swapped in place; the others: dropped or added.
+  bool ok = swap_in("");
+  for (auto& m : old.models) {
+    if (!m.empty() && serves(next, m)) {
+      ok = swap_in(m) && ok;
+    }
+  }
+  if (!ok) {
+    return without(old).with(next);
+  }
+  worker_entry gone = old; // the models only `old` served
+  gone.models.clear();
+  for (auto& m : old.models) {
+    if (!m.empty() && !serves(next, m) && !serves(gone, m)) {
+      gone.models.push_back(m);
+    }
+  }
+  worker_entry fresh = next; // the models only `next` serves
+  fresh.models.clear();
+  for (auto& m : next.models) {
+    if (!m.empty() && !serves(old, m) && !serves(fresh, m)) {
+      fresh.models.push_back(m);
+    }
+  }
+  // Edit per model without the any-model group, which holds `next` already.
+  auto edit_models = [&](const worker_entry& w, const worker_entry& as, bool add) {
+    for (auto& m : w.models) {
+      auto& groups = (*map)[m];
+      auto g = groups[slot] ? std::make_shared<candidate_group>(*groups[slot])
+                            : std::make_shared<candidate_group>();
+      auto& list = g->by_provider[provider];
+      if (add) {
+        list.insert(std::upper_bound(list.begin(), list.end(), &as,
+                                     [](auto* a, auto* b) { return a->seq < b->seq; }),
+                    &as);
+      } else {
+        list.erase(std::remove(list.begin(), list.end(), &as), list.end());
+      }
+      g->providers = 0;
+      for (std::size_t p = 0; p < g->by_provider.size(); ++p) {
+        if (!g->by_provider[p].empty()) {
+          g->providers |= 1u << p;
+        }
+      }
+      groups[slot] = g->providers ? group_ptr{std::move(g)} : nullptr;
+      if (!groups[0] && !groups[1] && !groups[2]) {
+        map->erase(m);
+      }
+    }
+  };
+  edit_models(gone, old, false);
+  edit_models(fresh, next, true);
+  return out;
 }
 
 fleet_index fleet_index::of(const std::vector<worker_entry_ptr>& workers) {

@@ -38,6 +38,9 @@ struct worker_entry : std::enable_shared_from_this<worker_entry> {
   /// The worker has an api key that did not reach this node (its record came over a cluster
   /// link without TLS, and this node was not given the key itself): served without one.
   bool key_missing = false;
+  /// Registration order on this node (kept by a new model card): candidate groups list
+  /// workers in this order, however late each one's models were discovered.
+  std::uint64_t seq = 0;
 
   /// True when the worker serves `model` (or any model when `model` is empty).
   bool serves(std::string_view model) const;
@@ -100,6 +103,10 @@ public:
 
   /// This index without `w` (the same entry that was added).
   fleet_index without(const worker_entry& w) const;
+
+  /// This index with `next` in the place of `old` (same role and provider: a new model
+  /// card): in the groups of models both serve, `next` keeps `old`'s place.
+  fleet_index replaced(const worker_entry& old, const worker_entry& next) const;
 
   /// The index of `workers`, built from scratch.
   static fleet_index of(const std::vector<worker_entry_ptr>& workers);

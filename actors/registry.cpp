@@ -30,6 +30,7 @@ struct registry_state {
   std::vector<worker_entry_ptr> workers; ///< Live workers, registration order.
   fleet_index index;                     ///< Candidates of `workers`, by (role, model).
   bool notify_pending = false;           ///< A publish_atom to itself is on its way.
+  std::uint64_t next_seq = 0;            ///< Registration order of the next new entry.
   /// Every registration ever seen, by id: live ones and tombstones.
   std::unordered_map<std::string, worker_record> records;
   /// Api keys this node was given itself (flags, `POST /workers`), by url: a record from a
@@ -121,7 +122,7 @@ void append(registry_state& st, worker_entry_ptr w) {
 
 /// Puts `next` in the place of the worker at `it`.
 void replace(registry_state& st, live_iterator it, worker_entry_ptr next) {
-  st.index = st.index.without(**it).with(*next);
+  st.index = st.index.replaced(**it, *next);
   *it = std::move(next);
 }
 
@@ -174,6 +175,7 @@ bool apply_live(self_ptr self, const worker_record& r) {
     return false;
   }
   auto entry = std::make_shared<worker_entry>();
+  entry->seq = ++st.next_seq;
   entry->id = r.id;
   entry->spec = checked->spec;
   entry->url = checked->url;
@@ -194,6 +196,7 @@ bool apply_live(self_ptr self, const worker_record& r) {
   if (it != st.workers.end()) {
     // The spec changed (registered again elsewhere): a new proxy, at the same place.
     stop_proxy(self, **it);
+    entry->seq = (*it)->seq;
     replace(st, it, entry);
   } else {
     for (auto& w : st.workers) {
@@ -361,6 +364,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         sign(st, r);
         r.registered_ms = r.stamp_ms;
         auto entry = std::make_shared<worker_entry>();
+        entry->seq = ++st.next_seq;
         entry->id = r.id;
         entry->spec = checked->spec;
         entry->url = checked->url;

@@ -19,6 +19,7 @@ std::shared_ptr<worker_entry> entry(int n, worker_type role, provider_kind provi
                                     std::vector<std::string> models) {
   auto w = std::make_shared<worker_entry>();
   w->id = "w" + std::to_string(n);
+  w->seq = static_cast<std::uint64_t>(n);
   w->spec.type = role;
   w->spec.provider = provider;
   w->models = std::move(models);
@@ -80,7 +81,7 @@ TEST_CASE("the fleet index agrees with a scan of the fleet under random churn") 
   auto pick = [&](std::size_t n) {
     return std::uniform_int_distribution<std::size_t>{0, n - 1}(rng);
   };
-  std::vector<worker_entry_ptr> workers; // in the order the index received them
+  std::vector<worker_entry_ptr> workers; // in registration order
   fleet_index index;
   int next = 0;
   for (int step = 0; step < 600; ++step) {
@@ -99,13 +100,15 @@ TEST_CASE("the fleet index agrees with a scan of the fleet under random churn") 
       index = index.without(*workers[k]);
       workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(k));
     } else {
-      // A new model card: the entry is replaced (it goes to the end of its groups).
+      // A new model card: the entry is replaced, in its place (groups keep the fleet's order).
       auto k = pick(workers.size());
       auto w = std::make_shared<worker_entry>(*workers[k]);
-      w->models = {model_pool[pick(model_pool.size())]};
-      index = index.without(*workers[k]).with(*w);
-      workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(k));
-      workers.push_back(std::move(w));
+      w->models.clear();
+      for (std::size_t i = pick(4); i > 0; --i) {
+        w->models.push_back(model_pool[pick(model_pool.size())]);
+      }
+      index = index.replaced(*workers[k], *w);
+      workers[k] = std::move(w);
     }
     check_against_scan(index, workers);
   }
