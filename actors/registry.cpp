@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <caf/typed_event_based_actor.hpp>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -29,8 +30,14 @@ struct registry_state {
   std::string node;                      ///< Signs this node's writes.
   std::vector<worker_entry_ptr> workers; ///< Live workers, registration order.
   fleet_index index;                     ///< Candidates of `workers`, by (role, model).
-  bool notify_pending = false;           ///< A publish_atom to itself is on its way.
-  std::uint64_t next_seq = 0;            ///< Registration order of the next new entry.
+  /// `workers` by id and by url: a registration finds its worker without a scan of the fleet.
+  std::unordered_map<std::string_view, const worker_entry*> by_id;
+  std::unordered_multimap<std::string_view, const worker_entry*> by_url;
+  bool snapshot_stale = false; ///< Writes the view does not show yet (see `publish`).
+  /// Answers to writes held until the view shows them (see `answer_when_listed`).
+  std::vector<std::function<void()>> held_answers;
+  bool notify_pending = false; ///< A publish_atom to itself is on its way.
+  std::uint64_t next_seq = 0;  ///< Registration order of the next new entry.
   /// Every registration ever seen, by id: live ones and tombstones.
   std::unordered_map<std::string, worker_record> records;
   /// Api keys this node was given itself (flags, `POST /workers`), by url: a record from a
@@ -49,12 +56,17 @@ std::int64_t now_ms() {
       .count();
 }
 
-/// Makes the fleet as it is now the current snapshot. The view changes at once (a worker is
-/// listed as soon as its registration is answered); the listeners hear of it once the writes
-/// already in the mailbox are done: 4,000 workers registered by flag are one message to each
-/// policy, not 4,000 snapshots queued in its mailbox.
-void publish(self_ptr self) {
-  auto& st = self->state;
+/// Makes the fleet as it is now the current snapshot of the view.
+void build_snapshot(registry_state& st) {
+  st.snapshot_stale = false;
+  // Delivered once the view is set (below): taken first, so an answer cannot see a new hold.
+  auto answers = std::move(st.held_answers);
+  st.held_answers.clear();
+  auto deliver = [&answers] {
+    for (auto& a : answers) {
+      a();
+    }
+  };
   auto snap = std::make_shared<fleet_snapshot>();
   snap->version = ++st.version;
   snap->digest = st.digest;
@@ -64,6 +76,33 @@ void publish(self_ptr self) {
   snap->workers = st.workers;
   snap->index = st.index;
   st.view->set(std::move(snap));
+  deliver();
+}
+
+/// The answer `value` to the write being handled, sent once the view shows the write: a
+/// client that was told its worker is registered finds it in `GET /workers`, also when the
+/// snapshot waits for the end of a burst.
+template <class T> caf::result<T> answer_when_listed(self_ptr self, T value) {
+  auto& st = self->state;
+  if (!st.snapshot_stale) {
+    return value;
+  }
+  auto rp = self->make_response_promise<T>();
+  st.held_answers.emplace_back([rp, value = std::move(value)]() mutable { rp.deliver(value); });
+  return rp;
+}
+
+/// Publishes a write. The view changes at once (a worker is listed as soon as its
+/// registration is answered) unless more writes wait in the mailbox: a burst (4,000 workers
+/// registered by flag) builds one snapshot once it is done, not one per write, each a copy
+/// of the list. The listeners hear of it once the writes already in the mailbox are done: one
+/// message to each policy, not 4,000 snapshots queued in its mailbox.
+void publish(self_ptr self) {
+  auto& st = self->state;
+  st.snapshot_stale = true;
+  if (self->mailbox().size() == 0) {
+    build_snapshot(st);
+  }
   if (!st.notify_pending) {
     st.notify_pending = true;
     self->send(self, publish_atom_v);
@@ -74,6 +113,9 @@ void publish(self_ptr self) {
 void notify(self_ptr self) {
   auto& st = self->state;
   st.notify_pending = false;
+  if (st.snapshot_stale) {
+    build_snapshot(st);
+  }
   auto ptr = st.view->get();
   for (auto& l : st.listeners) {
     self->send(l, publish_atom_v, ptr);
@@ -111,24 +153,56 @@ void sign(registry_state& st, worker_record& r) {
 using live_iterator = std::vector<worker_entry_ptr>::iterator;
 
 live_iterator find_live(registry_state& st, std::string_view id) {
-  return std::find_if(st.workers.begin(), st.workers.end(), [&](auto& w) { return w->id == id; });
+  auto known = st.by_id.find(id);
+  if (known == st.by_id.end()) {
+    return st.workers.end();
+  }
+  // A look for a pointer: cheap next to the string compares of a scan by id.
+  return std::find_if(st.workers.begin(), st.workers.end(),
+                      [w = known->second](auto& p) { return p.get() == w; });
+}
+
+/// A live worker registered with `url`, or nullptr.
+const worker_entry* find_url(const registry_state& st, std::string_view url) {
+  auto it = st.by_url.find(url);
+  return it == st.by_url.end() ? nullptr : it->second;
+}
+
+void forget(registry_state& st, const worker_entry& w) {
+  st.by_id.erase(w.id);
+  auto [from, to] = st.by_url.equal_range(w.spec.url);
+  for (auto it = from; it != to; ++it) {
+    if (it->second == &w) {
+      st.by_url.erase(it);
+      break;
+    }
+  }
+}
+
+void remember(registry_state& st, const worker_entry& w) {
+  st.by_id[w.id] = &w;
+  st.by_url.emplace(w.spec.url, &w);
 }
 
 /// Adds a live worker (the index follows).
 void append(registry_state& st, worker_entry_ptr w) {
   st.index = st.index.with(*w);
+  remember(st, *w);
   st.workers.push_back(std::move(w));
 }
 
 /// Puts `next` in the place of the worker at `it`.
 void replace(registry_state& st, live_iterator it, worker_entry_ptr next) {
   st.index = st.index.replaced(**it, *next);
+  forget(st, **it);
+  remember(st, *next);
   *it = std::move(next);
 }
 
 /// Takes the worker at `it` out of the fleet.
 void erase(registry_state& st, live_iterator it) {
   st.index = st.index.without(**it);
+  forget(st, **it);
   st.workers.erase(it);
 }
 
@@ -199,11 +273,8 @@ bool apply_live(self_ptr self, const worker_record& r) {
     entry->seq = (*it)->seq;
     replace(st, it, entry);
   } else {
-    for (auto& w : st.workers) {
-      if (w->spec.url == entry->spec.url) {
-        logs::registry().warn("worker {} and {} share the url {}", w->id, entry->id,
-                              entry->spec.url);
-      }
+    if (auto* w = find_url(st, entry->spec.url)) {
+      logs::registry().warn("worker {} and {} share the url {}", w->id, entry->id, entry->spec.url);
     }
     append(st, entry);
   }
@@ -336,15 +407,13 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         if (!checked->spec.api_key.empty()) {
           st.local_keys[checked->spec.url] = checked->spec.api_key;
         }
-        for (auto& w : st.workers) {
-          if (w->spec.url == checked->spec.url) {
-            if (auto id = supply_key(self, *w, checked->spec)) {
-              return *id;
-            }
-            return make_caf_error(protocol::error_code::conflict, "worker " + checked->spec.url +
-                                                                      " is already registered as " +
-                                                                      w->id);
+        if (auto* w = find_url(st, checked->spec.url)) {
+          if (auto id = supply_key(self, *w, checked->spec)) {
+            return *id;
           }
+          return make_caf_error(protocol::error_code::conflict, "worker " + checked->spec.url +
+                                                                    " is already registered as " +
+                                                                    w->id);
         }
         // The id follows the URL; a tombstone of the same URL is this worker coming back.
         auto id = worker_id_for(checked->spec.url);
@@ -380,9 +449,9 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         store(st, r);
         publish(self);
         replicate(self, r);
-        return entry->id;
+        return answer_when_listed(self, entry->id);
       },
-      [self](remove_atom, const std::string& id) -> bool {
+      [self](remove_atom, const std::string& id) -> caf::result<bool> {
         auto& st = self->state;
         auto it = find_live(st, id);
         if (it == st.workers.end()) {
@@ -407,7 +476,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         store(st, r);
         publish(self);
         replicate(self, r);
-        return true;
+        return answer_when_listed(self, true);
       },
       [self](models_atom, const std::string& id, std::vector<std::string>& models) {
         auto& st = self->state;
@@ -449,6 +518,9 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         return out;
       },
       [self](subscribe_atom, replication_listener& l) {
+        if (self->state.snapshot_stale) {
+          build_snapshot(self->state);
+        }
         self->send(l, publish_atom_v, self->state.view->get());
         self->state.replicators.push_back(std::move(l));
       },
@@ -457,6 +529,8 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
           self->send(w->proxy, stop_atom_v);
         }
         self->state.workers.clear();
+        self->state.by_id.clear();
+        self->state.by_url.clear();
         self->state.index = {};
         publish(self);
         notify(self);
