@@ -64,7 +64,6 @@ public:
     for (auto& [_, b] : states_) {
       b.stale = true;
     }
-    positions_.clear();
   }
 
   nlohmann::json describe() const override {
@@ -98,6 +97,7 @@ private:
 
   struct state {
     std::vector<std::string> members; ///< Worker ids serving the model, registration order.
+    std::vector<std::uint64_t> seqs;  ///< Their registration order (where to find them).
     std::vector<std::size_t> upper;   ///< Largest length of each member's range.
     std::deque<sample> window;        ///< Requests of the last interval, oldest first.
     std::unordered_map<std::string, std::size_t> bytes; ///< Prompt bytes per worker, in it.
@@ -119,8 +119,10 @@ private:
     b.list = &cands;
     std::vector<std::string> members;
     members.reserve(cands.size());
+    b.seqs.clear();
     for (auto* w : cands) {
       members.push_back(w->id);
+      b.seqs.push_back(w->seq);
     }
     if (members != b.members) {
       // Another set of workers: even ranges again, as smg does on a change.
@@ -212,7 +214,7 @@ private:
                          const selection& sel, std::size_t length) {
     const auto n = b.members.size();
     auto candidate = [&](std::size_t m) {
-      auto i = positions_.of_id(cands, b.members[m]);
+      auto i = position_of(cands, b.seqs[m], b.members[m]);
       return i != npos && eligible(*cands[i], sel) ? i : cands.size();
     };
     if (n > 0) {
@@ -233,7 +235,6 @@ private:
 
   policy_config cfg_;
   clock_fn now_;
-  candidate_positions positions_;   ///< Candidates' places in the index's lists.
   std::vector<std::size_t> sample_; ///< Scratch: eligible candidates looked at.
   std::mt19937_64 rng_{std::random_device{}()};
   std::unordered_map<std::string, state> states_; ///< By model.

@@ -99,7 +99,6 @@ public:
         entry_of_[t] = w.get();
       }
     }
-    positions_.clear();
   }
 
   nlohmann::json describe() const override {
@@ -226,7 +225,7 @@ private:
   }
 
   std::size_t position(const std::vector<const worker_entry*>& cands, const worker_entry* w) {
-    return w ? positions_.of(cands, w) : npos;
+    return position_of(cands, w);
   }
 
   /// smg's test, over the sample: the busiest candidate has more than
@@ -306,7 +305,6 @@ private:
   std::vector<radix_tree::tenant> holders_;   ///< Scratch: tenants holding the longest match.
   std::vector<std::size_t> holder_index_;     ///< Scratch: their candidate indices.
   std::vector<std::size_t> sample_;           ///< Scratch: the candidates looked at.
-  candidate_positions positions_;             ///< Candidates' places in the index's lists.
   std::mt19937_64 rng_{std::random_device{}()};
   std::string joined_;                        ///< Scratch: a two-part prompt, joined.
   bool scored_;                               ///< `score` mode, else smg's.

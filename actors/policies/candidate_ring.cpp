@@ -52,7 +52,6 @@ void candidate_ring::on_fleet(const fleet_snapshot& fleet, protocol::worker_type
   for (auto& [url, w] : now) {
     entry_of_[member_of_.find(std::string(url))->second] = w;
   }
-  positions_.clear();
 }
 
 std::size_t candidate_ring::find(std::string_view key,
@@ -70,7 +69,7 @@ std::size_t candidate_ring::find(std::string_view key,
     if (!w || !eligible(*w, sel)) {
       return false;
     }
-    k = positions_.of(cands, w);
+    k = position_of(cands, w);
     return k != npos;
   });
   return k;

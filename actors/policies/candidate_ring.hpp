@@ -50,7 +50,6 @@ private:
   std::vector<std::string> names_;                           ///< Member number -> URL.
   std::vector<std::uint32_t> free_;                          ///< Numbers of members gone.
   std::vector<const worker_entry*> entry_of_; ///< Member number -> entry of the snapshot.
-  candidate_positions positions_;             ///< Candidates' places in the index's lists.
 };
 
 } // namespace troupe::actors

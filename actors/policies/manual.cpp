@@ -40,7 +40,7 @@ public:
       if (k == npos) {
         return npos;
       }
-      lru_.push_front({sel.routing_key, {cands[k]->id}, cands[k]->id, now});
+      lru_.push_front({sel.routing_key, {cands[k]->id}, {cands[k]->seq}, cands[k]->id, now});
       index_.emplace(lru_.front().key, lru_.begin());
       ++group_[cands[k]->id];
       ++new_keys_;
@@ -53,8 +53,9 @@ public:
     auto e = it->second;
     lru_.splice(lru_.begin(), lru_, e); // most recently used first
     e->last = now;
-    for (auto& id : e->workers) {
-      if (auto i = positions_.of_id(cands, id); i != npos && eligible(*cands[i], sel)) {
+    for (std::size_t j = 0; j < e->workers.size(); ++j) {
+      auto& id = e->workers[j];
+      if (auto i = position_of(cands, e->seqs[j], id); i != npos && eligible(*cands[i], sel)) {
         ++hits_;
         serve(*e, id);
         return i;
@@ -67,8 +68,10 @@ public:
     }
     if (e->workers.size() >= max_candidates) {
       e->workers.erase(e->workers.begin());
+      e->seqs.erase(e->seqs.begin());
     }
     e->workers.push_back(cands[k]->id);
+    e->seqs.push_back(cands[k]->seq);
     serve(*e, cands[k]->id);
     ++reassigned_;
     return k;
@@ -85,7 +88,6 @@ public:
       }
     }
     group_ = std::move(kept);
-    positions_.clear();
   }
 
   nlohmann::json describe() const override {
@@ -116,6 +118,7 @@ private:
   struct entry {
     std::string key;
     std::vector<std::string> workers; ///< Worker ids, the first assigned first.
+    std::vector<std::uint64_t> seqs;  ///< Their registration order (where to find them).
     std::string current;              ///< The worker its last request went to.
     clock_type::time_point last;      ///< Last use.
   };
@@ -198,7 +201,6 @@ private:
   lru_list lru_; ///< Most recently used first.
   std::unordered_map<std::string, lru_list::iterator> index_;
   std::unordered_map<std::string, std::size_t> group_; ///< Keys each worker serves now.
-  candidate_positions positions_;                      ///< Candidates' places in the index's lists.
   std::vector<std::size_t> sample_;                    ///< Scratch: the candidates compared.
   std::mt19937_64 rng_{std::random_device{}()};
   std::uint64_t hits_ = 0;
