@@ -109,9 +109,11 @@ struct gateway_config {
   std::vector<std::string> cluster_peers; ///< Seed members, host:port of their cluster ports.
   std::string cluster_advertise;          ///< host:port peers reach this node at; empty: derived.
   std::string state_file;                 ///< Where the registry is persisted; empty: nowhere.
-  std::chrono::milliseconds cluster_heartbeat{1000}; ///< Heartbeats between linked nodes.
-  std::chrono::milliseconds cluster_timeout{5000};   ///< Silence after which a link is dropped.
-  std::chrono::milliseconds cluster_gossip{100};     ///< Load reports, at most this often.
+  std::chrono::milliseconds cluster_heartbeat{250};    ///< Heartbeats between linked nodes.
+  std::chrono::milliseconds cluster_timeout{1500};     ///< Silence after which a link is dropped.
+  std::chrono::milliseconds cluster_gossip{100};       ///< Load reports, at most this often.
+  std::chrono::milliseconds cluster_ack_timeout{2000}; ///< A write waits this for a peer's ack.
+  std::chrono::milliseconds cluster_clock_skew{60000}; ///< Records further ahead: refused.
   std::string cluster_host; ///< Bind address of the cluster port; empty: `host`.
   // Mutual TLS between nodes (all three files, or none: docs/cluster.md "Securing a cluster").
   std::string cluster_tls_cert;           ///< This node's certificate (PEM chain).

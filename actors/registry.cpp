@@ -125,9 +125,48 @@ void notify(self_ptr self) {
   }
 }
 
+/// Hands `r` to the replication listeners; `answer` goes to the client once every listener
+/// said the write is durable (at once without listeners), or their first error does.
+/// Either way the answer also waits until the view shows the write (`answer_when_listed`).
+template <class T> caf::result<T> replicate(self_ptr self, const worker_record& r, T answer) {
+  auto& st = self->state;
+  if (st.replicators.empty()) {
+    return answer_when_listed(self, std::move(answer));
+  }
+  auto rp = self->make_response_promise<T>();
+  auto left = std::make_shared<std::size_t>(st.replicators.size());
+  for (auto& l : st.replicators) {
+    self->request(l, caf::infinite, changes_atom_v, record_batch{r})
+        .then(
+            [self, rp, left, answer](std::string&) mutable {
+              if (--*left != 0 || !rp.pending()) {
+                return;
+              }
+              auto& st = self->state;
+              if (!st.snapshot_stale) {
+                rp.deliver(answer);
+              } else {
+                st.held_answers.emplace_back([rp, answer]() mutable {
+                  if (rp.pending()) {
+                    rp.deliver(answer);
+                  }
+                });
+              }
+            },
+            [rp](caf::error& e) mutable {
+              if (rp.pending()) {
+                rp.deliver(std::move(e));
+              }
+            });
+  }
+  return rp;
+}
+
+/// Hands `r` to the replication listeners; nobody waits for it (a discovered model card).
 void replicate(self_ptr self, const worker_record& r) {
   for (auto& l : self->state.replicators) {
-    self->send(l, changes_atom_v, record_batch{r});
+    self->request(l, caf::infinite, changes_atom_v, record_batch{r})
+        .then([](std::string&) {}, [](caf::error&) {});
   }
 }
 
@@ -301,10 +340,10 @@ void fill_withheld_key(registry_state& st, worker_record& r) {
   }
 }
 
-/// Merges records written elsewhere; returns whether anything changed.
-bool merge(self_ptr self, record_batch& batch) {
+/// Merges records written elsewhere; returns those taken (newer than what this node held).
+record_batch merge(self_ptr self, record_batch& batch) {
   auto& st = self->state;
-  bool changed = false;
+  record_batch taken;
   for (auto& r : batch) {
     if (r.id.empty()) {
       continue;
@@ -325,9 +364,9 @@ bool merge(self_ptr self, record_batch& batch) {
       apply_live(self, r);
     }
     store(st, r);
-    changed = true;
+    taken.push_back(r);
   }
-  return changed;
+  return taken;
 }
 
 /// Registering a worker this node serves without the api key its origin holds supplies the key
@@ -448,8 +487,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         append(st, entry);
         store(st, r);
         publish(self);
-        replicate(self, r);
-        return answer_when_listed(self, entry->id);
+        return replicate(self, r, entry->id);
       },
       [self](remove_atom, const std::string& id) -> caf::result<bool> {
         auto& st = self->state;
@@ -475,8 +513,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         erase(st, it);
         store(st, r);
         publish(self);
-        replicate(self, r);
-        return answer_when_listed(self, true);
+        return replicate(self, r, true);
       },
       [self](models_atom, const std::string& id, std::vector<std::string>& models) {
         auto& st = self->state;
@@ -503,9 +540,11 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         replicate(self, r);
       },
       [self](merge_atom, record_batch& batch) {
-        if (merge(self, batch)) {
+        auto taken = merge(self, batch);
+        if (!taken.empty()) {
           publish(self);
         }
+        return taken;
       },
       [self](records_atom) {
         auto& st = self->state;

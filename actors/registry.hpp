@@ -34,24 +34,30 @@ using fleet_listener = caf::typed_actor<
 using replication_listener = caf::typed_actor<
     /// A new snapshot of the fleet.
     caf::reacts_to<publish_atom, fleet_ptr>,
-    /// Records this node just wrote.
-    caf::reacts_to<changes_atom, record_batch>>;
+    /// Records this node just wrote. Answers once they are durable (where, in words: a peer
+    /// confirmed them, or the state file holds them), or with an error when they could not be
+    /// made so in time. The registry answers `POST /workers` and `DELETE` only then.
+    caf::replies_to<changes_atom, record_batch>::with<std::string>>;
 
 /// The fleet: workers, their proxies and model cards. Publishes an immutable snapshot to a
 /// `fleet_view` and to its listeners on every change. Every registration is a record with a
 /// version (last writer wins by version, then node name) and removals leave tombstones, so
 /// registries of several nodes converge whatever order they learn the records in.
 using registry_actor = caf::typed_actor<
-    /// Registers a worker and spawns its proxy; replies with the new id. Fails with
-    /// `bad_request` (invalid spec) or `conflict` (url registered already).
+    /// Registers a worker and spawns its proxy; replies with the new id once the registration
+    /// is durable (its replication listeners confirmed it). Fails with `bad_request` (invalid
+    /// spec), `conflict` (url registered already) or what a listener answered (the worker then
+    /// stays registered here).
     caf::replies_to<add_atom, protocol::worker_spec>::with<std::string>,
-    /// Removes a worker (its proxy drains, then stops); replies whether the id existed.
+    /// Removes a worker (its proxy drains, then stops); replies whether the id existed, once
+    /// the removal is durable (as a registration).
     caf::replies_to<remove_atom, std::string>::with<bool>,
     /// A proxy discovered its worker's models.
     caf::reacts_to<models_atom, std::string, std::vector<std::string>>,
     /// Records written elsewhere (by a peer, or restored from the state file): each one newer
-    /// than what this node holds replaces it, spawning or draining proxies as needed.
-    caf::reacts_to<merge_atom, record_batch>,
+    /// than what this node holds replaces it, spawning or draining proxies as needed. Replies
+    /// with the records taken (the cluster node relays them).
+    caf::replies_to<merge_atom, record_batch>::with<record_batch>,
     /// Every record, tombstones included (full syncs, the state file).
     caf::replies_to<records_atom>::with<record_batch>,
     /// Adds a replication listener; it gets the current snapshot at once.

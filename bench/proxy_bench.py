@@ -11,8 +11,13 @@ connections, so this measures TLS on kept-alive connections (record encryption),
 With --baseline-bin PATH, another troupe binary (say, built at the commit before a change) runs
 as target `baseline` next to the current one, with the same flags.
 
+Troupe runs at its default log level (info: one line per request), logging into a file, as a
+production deployment would; nginx runs without an access log. `cpu us/req` is the CPU time
+(user + system, from /proc) the target's process spent per request during its run: the
+simulator's for `direct`, nginx's master and worker for nginx.
+
 Usage: bench/proxy_bench.py [--rounds 3] [--duration 5] [--concurrency 1 64] [--build build]
-                            [--tls] [--baseline-bin PATH]
+                            [--tls] [--baseline-bin PATH] [--troupe-log-level LEVEL]
 Needs wrk and nginx (scripts/install-deps.sh installs both), and openssl for --tls.
 """
 
@@ -121,8 +126,24 @@ def parse_wrk(out):
         for pct, val, unit in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M):
             lat[pct] = float(val) * UNITS[unit]
     errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-    return {"rps": rps, "p50_ms": lat.get("50"), "p99_ms": lat.get("99"),
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    return {"rps": rps, "requests": requests, "p50_ms": lat.get("50"), "p99_ms": lat.get("99"),
             "non2xx": int(errors.group(1)) if errors else 0}
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` and of its children (nginx's worker), seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+    except OSError:
+        return total
+    return total + sum(cpu_seconds(int(c)) for c in children)
 
 
 def run_wrk(url, conc, duration, script):
@@ -131,6 +152,15 @@ def run_wrk(url, conc, duration, script):
            "-s", script, url]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return parse_wrk(out)
+
+
+def run_wrk_cpu(url, conc, duration, script, pid):
+    """As run_wrk, plus `cpu_us`: the CPU time process `pid` spent per request meanwhile."""
+    before = cpu_seconds(pid)
+    res = run_wrk(url, conc, duration, script)
+    used = cpu_seconds(pid) - before
+    res["cpu_us"] = used * 1e6 / max(res["requests"], 1)
+    return res
 
 
 def main():
@@ -146,6 +176,8 @@ def main():
                          "side by side as target `baseline`")
     ap.add_argument("--tls", action="store_true",
                     help="also measure troupe and nginx terminating TLS with the same certificate")
+    ap.add_argument("--troupe-log-level",
+                    help="troupe's --log-level (default: troupe's own default, info)")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args()
 
@@ -161,25 +193,34 @@ def main():
     try:
         model = "bench-model"
         sim_port, troupe_port, nginx_port = free_port(), free_port(), free_port()
-        procs.append(subprocess.Popen(
+        sim_proc = subprocess.Popen(
             [sim_bin, "--port", str(sim_port), "--model-id", model, "--ttft-base-ms", "0",
              "--prefill-us-per-token", "0", "--itl-ms", "0", "--output-tokens", "8",
              "--request-log-size", "0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(sim_proc)
+        pids = {"direct": sim_proc.pid}
         wait_http(f"http://127.0.0.1:{sim_port}/health")
+        log_flags = ["--log-level", args.troupe_log_level] if args.troupe_log_level else []
+        # Troupe logs as it would in production: at its default level (a line per request at
+        # info), into a file.
+        troupe_log = open(os.path.join(tmp, "troupe.log"), "w")
         procs.append(subprocess.Popen(
             [troupe_bin, "--port", str(troupe_port), "--worker-urls",
-             f"http://127.0.0.1:{sim_port}", "--log-level", "warn", "--prometheus-port", "0"]
+             f"http://127.0.0.1:{sim_port}", "--prometheus-port", "0"] + log_flags
             + args.troupe_flag,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            stdout=troupe_log, stderr=subprocess.STDOUT))
+        pids["troupe"] = procs[-1].pid
         wait_http(f"http://127.0.0.1:{troupe_port}/readiness")
         if args.baseline_bin:
             baseline_port = free_port()
+            baseline_log = open(os.path.join(tmp, "baseline.log"), "w")
             procs.append(subprocess.Popen(
                 [args.baseline_bin, "--port", str(baseline_port), "--worker-urls",
-                 f"http://127.0.0.1:{sim_port}", "--log-level", "warn", "--prometheus-port", "0"]
+                 f"http://127.0.0.1:{sim_port}", "--prometheus-port", "0"] + log_flags
                 + args.troupe_flag,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                stdout=baseline_log, stderr=subprocess.STDOUT))
+            pids["baseline"] = procs[-1].pid
             wait_http(f"http://127.0.0.1:{baseline_port}/readiness")
         extra_nginx = ""
         if args.tls:
@@ -187,9 +228,10 @@ def main():
             troupe_tls_port, nginx_tls_port = free_port(), free_port()
             procs.append(subprocess.Popen(
                 [troupe_bin, "--port", str(troupe_tls_port), "--worker-urls",
-                 f"http://127.0.0.1:{sim_port}", "--log-level", "warn", "--prometheus-port", "0",
-                 "--tls-cert-path", cert, "--tls-key-path", key] + args.troupe_flag,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                 f"http://127.0.0.1:{sim_port}", "--prometheus-port", "0",
+                 "--tls-cert-path", cert, "--tls-key-path", key] + log_flags + args.troupe_flag,
+                stdout=troupe_log, stderr=subprocess.STDOUT))
+            pids["troupe_tls"] = procs[-1].pid
             wait_https(f"https://127.0.0.1:{troupe_tls_port}/readiness")
             extra_nginx = nginx_tls_server(nginx_tls_port, cert, key)
         for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
@@ -198,6 +240,7 @@ def main():
             f.write(nginx_conf(tmp, nginx_port, sim_port, extra_nginx))
         procs.append(subprocess.Popen([nginx, "-c", os.path.join(tmp, "nginx.conf")],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        pids["nginx"] = pids["nginx_tls"] = procs[-1].pid
         wait_http(f"http://127.0.0.1:{nginx_port}/health")
         if args.tls:
             wait_https(f"https://127.0.0.1:{nginx_tls_port}/health")
@@ -222,17 +265,18 @@ def main():
         for r in range(args.rounds):
             for c in args.concurrency:
                 for name, base in targets.items():
-                    res = run_wrk(f"{base}{path}", c, args.duration, script)
+                    res = run_wrk_cpu(f"{base}{path}", c, args.duration, script, pids[name])
                     results[c][name].append(res)
                     print(f"round {r + 1} c={c:<3} {name:<7} {res['rps']:>9.0f} req/s  "
-                          f"p50 {res['p50_ms']:.3f} ms  p99 {res['p99_ms']:.3f} ms"
+                          f"p50 {res['p50_ms']:.3f} ms  p99 {res['p99_ms']:.3f} ms  "
+                          f"cpu {res['cpu_us']:.1f} us/req"
                           + (f"  NON-2XX {res['non2xx']}" if res["non2xx"] else ""),
                           flush=True)
 
         print("\nmedians over rounds (ratios are per round, then the median; a TLS target is "
               "compared with nginx_tls):")
         print(f"{'c':>4} {'target':<10} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-              f"{'vs direct':>9} {'vs nginx':>9}")
+              f"{'vs direct':>9} {'vs nginx':>9} {'cpu us/req':>10}")
         summary = {}
         for c in args.concurrency:
             for name in targets:
@@ -242,10 +286,12 @@ def main():
                 ref = "nginx_tls" if name.endswith("_tls") else "nginx"
                 vs_nginx = statistics.median(
                     rows[i]["rps"] / results[c][ref][i]["rps"] for i in range(len(rows)))
-                med = {k: statistics.median(x[k] for x in rows) for k in ("rps", "p50_ms", "p99_ms")}
+                med = {k: statistics.median(x[k] for x in rows)
+                       for k in ("rps", "p50_ms", "p99_ms", "cpu_us")}
                 summary[f"c{c}_{name}"] = dict(med, vs_direct=vs_direct, vs_nginx=vs_nginx)
                 print(f"{c:>4} {name:<10} {med['rps']:>9.0f} {med['p50_ms']:>8.3f} "
-                      f"{med['p99_ms']:>8.3f} {vs_direct:>9.2f} {vs_nginx:>9.2f}")
+                      f"{med['p99_ms']:>8.3f} {vs_direct:>9.2f} {vs_nginx:>9.2f} "
+                      f"{med['cpu_us']:>10.1f}")
             added_troupe = (summary[f"c{c}_troupe"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             added_nginx = (summary[f"c{c}_nginx"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             print(f"     added p50 at c={c}: troupe {added_troupe:+.0f} us, nginx {added_nginx:+.0f} us")

@@ -1,12 +1,15 @@
 #include "cluster/cluster.hpp"
 
 #include "cluster/address.hpp"
+#include "cluster/dialer.hpp"
 #include "cluster/frame_guard.hpp"
 #include "cluster/settings.hpp"
 #include "cluster/state_file.hpp"
 #include "cluster/tls_error_queue.hpp"
+#include "cluster/version_guard.hpp"
 #include "services/logs.hpp"
 
+#include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/publish.hpp>
@@ -48,11 +51,15 @@ node_config node_settings(const actors::gateway_config& cfg) {
   ncfg.state_file = cfg.state_file;
   ncfg.keepalive = cfg.cluster_heartbeat;
   ncfg.gossip_interval = cfg.cluster_gossip;
+  ncfg.ack_timeout = cfg.cluster_ack_timeout;
+  ncfg.max_version_ahead = cfg.cluster_clock_skew;
   // Our own reports arrive every heartbeat at least: two missed ones make a member suspect.
   ncfg.suspect_after = 2 * cfg.cluster_heartbeat + cfg.cluster_gossip;
   // CAF closes a silent link after the connection timeout; this is the backstop.
   ncfg.down_after = cfg.cluster_timeout + cfg.cluster_heartbeat;
-  ncfg.connect_timeout = cfg.cluster_timeout;
+  // A dial (TCP, TLS and BASP handshakes) on a busy machine may take longer than a silent
+  // link is tolerated.
+  ncfg.connect_timeout = std::max(cfg.cluster_timeout, std::chrono::milliseconds{3000});
   // The peer that dials this pair had a full backoff and a dial attempt to do so.
   ncfg.passive_dial_after = ncfg.reconnect_max + ncfg.connect_timeout;
   ncfg.max_message_bytes = cfg.cluster_max_message_bytes;
@@ -102,6 +109,13 @@ void runtime::start() {
     if (!why.empty()) {
       logs::cluster().error("{}", why);
     }
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    for (auto& line : version_guard{cfg.cluster_clock_skew}.remove_ahead(records, now)) {
+      logs::cluster().error("state file {}: not restored: {} (--cluster-max-clock-skew-secs)",
+                            cfg.state_file, line);
+    }
     if (!records.empty()) {
       logs::cluster().info("restored {} registration record(s) from {}", records.size(),
                            cfg.state_file);
@@ -113,10 +127,15 @@ void runtime::start() {
                  svc_->cluster,
                  svc_->metrics,
                  {},
-                 std::make_shared<refusal_counts>(svc_->metrics)};
+                 std::make_shared<refusal_counts>(svc_->metrics),
+                 {}};
   if (ncfg.networked) {
-    deps.dialer = caf::actor_cast<dialer_actor>(ncfg.tls ? sys_.openssl_manager().actor_handle()
-                                                         : sys_.middleman().actor_handle());
+    // Each dial on a thread of its own, with its own timeout (cluster/dialer.hpp). The BASP
+    // broker is taken here, on the main thread, while nothing else touches the middleman.
+    dial_setup setup{sys_.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP")),
+                     ncfg.tls, std::max(ncfg.connect_timeout / 2, std::chrono::milliseconds{1})};
+    auto* sys = &sys_;
+    deps.new_dialer = [sys, setup] { return make_one_dial(*sys, setup); };
   }
   node_ = make_node(sys_, ncfg, std::move(deps));
   actors::register_with(svc_->inspector, "cluster_node", "cluster_node", node_.node);

@@ -1,11 +1,11 @@
-// The cluster node actor: its behaviour, start and stop, and the state file. What it sends,
-// receives, dials and shows lives in node_send.cpp, node_receive.cpp, node_dial.cpp and
-// node_status.cpp (see node_state.hpp).
+// The cluster node actor: its behaviour, start and stop. What it sends, receives, dials and
+// shows lives in node_send.cpp, node_receive.cpp, node_dial.cpp and node_status.cpp; when its
+// writes are durable (and the state file) in node_durable.cpp (see node_state.hpp).
 
 #include "cluster/node.hpp"
 
+#include "actors/errors.hpp"
 #include "cluster/node_state.hpp"
-#include "cluster/state_file.hpp"
 #include "services/logs.hpp"
 
 #include <functional>
@@ -16,44 +16,6 @@ namespace troupe::cluster {
 
 namespace {
 
-// -- the state file --
-
-void save(node_self self, std::function<void()> then) {
-  auto& st = self->state;
-  self->request(st.deps.registry, caf::infinite, records_atom_v)
-      .then(
-          [self, then](actors::record_batch& records) {
-            auto& st = self->state;
-            std::uint64_t digest = 0;
-            for (auto& r : records) {
-              digest ^= protocol::record_hash(r);
-            }
-            std::string why;
-            // A small file written in one go: kept on this thread rather than handed off.
-            if (save_state(st.cfg.state_file, st.cfg.name, records, why)) {
-              ++st.saves;
-              st.persisted_digest = digest;
-              st.persisted_once = true;
-              st.last_save_error.clear();
-            } else if (why != st.last_save_error) {
-              logs::cluster().error("{}", why);
-              st.last_save_error = why;
-            }
-            then();
-          },
-          [then](caf::error&) { then(); });
-}
-
-void maybe_persist(node_self self) {
-  auto& st = self->state;
-  if (st.cfg.state_file.empty() || st.persist_pending || !st.fleet ||
-      (st.persisted_once && st.fleet->digest == st.persisted_digest)) {
-    return;
-  }
-  st.persist_pending = true;
-  self->delayed_send(self, st.cfg.persist_delay, persist_atom_v);
-}
-
 // -- periodic work --
 
 void tick(node_self self) {
@@ -63,6 +25,7 @@ void tick(node_self self) {
   }
   take_frame_refusals(self);
   report_load(self);
+  expire_unconfirmed(self);
   auto changed = st.members.expire(steady_now(self), std::chrono::system_clock::now());
   for (auto& name : changed) {
     auto* m = st.members.find(name);
@@ -88,10 +51,12 @@ void tick(node_self self) {
 void on_down(node_self self, caf::down_msg& dm) {
   auto& st = self->state;
   dial_lost(self, dm.source);
+  forget_refused(self, dm.source);
   for (auto& [name, link] : st.links) {
     if (link.address() == dm.source) {
       auto reason = dm.reason ? self->system().render(dm.reason) : std::string{"link closed"};
-      return member_down(self, name, "link lost: " + reason);
+      auto who = name; // member_down erases the link `name` lives in
+      return member_down(self, who, "link lost: " + reason);
     }
   }
 }
@@ -110,7 +75,7 @@ void stop(node_self self) {
   if (st.cfg.state_file.empty()) {
     return self->quit();
   }
-  save(self, [self] { self->quit(); });
+  save(self, [self](bool) { self->quit(); });
 }
 
 node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
@@ -153,20 +118,23 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
         auto& st = self->state;
         auto digest_changed = !st.fleet || st.fleet->digest != fleet->digest;
         st.fleet = std::move(fleet);
-        apply_remote_loads(self);
+        apply_all_remote_loads(self);
         if (digest_changed) {
           publish_status(self);
         }
         maybe_persist(self);
       },
-      [self](changes_atom, actors::record_batch& records) {
-        if (!self->state.stopping) {
-          broadcast_records(self, std::move(records));
+      [self](changes_atom, actors::record_batch& records) -> caf::result<std::string> {
+        if (self->state.stopping) {
+          return actors::make_caf_error(protocol::error_code::service_unavailable,
+                                        "the node is shutting down");
         }
+        broadcast_records(self, records);
+        return confirm_write(self, records);
       },
       [self](tick_atom) { tick(self); },
       [self](persist_atom) {
-        save(self, [self] {
+        save(self, [self](bool) {
           self->state.persist_pending = false;
           maybe_persist(self); // changed again meanwhile
         });

@@ -11,6 +11,7 @@
 #include <caf/node_id.hpp>
 #include <caf/typed_actor.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -47,8 +48,11 @@ using node_actor = caf::typed_actor<
     caf::reacts_to<endpoint_atom, peer_actor>,
     /// A new snapshot of the fleet (from the registry).
     caf::reacts_to<publish_atom, actors::fleet_ptr>,
-    /// Records the registry wrote itself: sent to the peers at once.
-    caf::reacts_to<changes_atom, actors::record_batch>,
+    /// Records the registry wrote itself: sent to the peers at once. Answered once they are
+    /// durable: a peer confirmed them, or (no peer linked) the state file holds them (fsync'd),
+    /// or the node keeps no state at all; an error when no peer confirmed them in time and
+    /// there is no state file.
+    caf::replies_to<changes_atom, actors::record_batch>::with<std::string>,
     /// Time to report load, expire silent members and redial (sent to itself).
     caf::reacts_to<tick_atom>,
     /// Time to write the state file (sent to itself).
@@ -83,8 +87,13 @@ struct node_config {
   unsigned max_dial_failures = 8;                   ///< A learned address failing this often goes.
   std::size_t max_learned_addresses = 64;           ///< Learned addresses dialed at most.
   std::size_t max_message_bytes = 8u * 1024 * 1024; ///< Larger gossip is refused, not decoded.
-  std::string state_file;                           ///< Empty: the registry is not persisted.
-  std::chrono::milliseconds persist_delay{200};     ///< Writes are batched this long.
+  /// A write of this node waits this long for a peer's confirmation; then it is saved to the
+  /// state file (when there is one) or answered with an error.
+  std::chrono::milliseconds ack_timeout{2000};
+  /// Records versioned further ahead of this node's clock are refused.
+  std::chrono::milliseconds max_version_ahead{60000};
+  std::string state_file;                       ///< Empty: the registry is not persisted.
+  std::chrono::milliseconds persist_delay{200}; ///< Writes are batched this long.
 };
 
 /// What the node works with.
@@ -94,6 +103,10 @@ struct node_deps {
   std::shared_ptr<services::metrics> metrics;   ///< May be null.
   dialer_actor dialer;                          ///< Null when not networked.
   std::shared_ptr<refusal_counts> refusals = std::make_shared<refusal_counts>();
+  /// When set, each dial gets a dialer of its own from here (cluster/dialer.hpp: its own
+  /// thread and timeout, so one address that drops packets never delays the others), and
+  /// `dialer` is not used.
+  std::function<dialer_actor()> new_dialer;
 };
 
 /// A spawned node and the actor to publish on the cluster port.

@@ -75,8 +75,8 @@ void try_dial(node_self self, const std::string& address) {
   if (!e) {
     return;
   }
-  self->request(st.deps.dialer, st.cfg.connect_timeout, caf::connect_atom_v, e->where.host,
-                e->where.port)
+  auto dialer = st.deps.new_dialer ? st.deps.new_dialer() : st.deps.dialer;
+  self->request(dialer, st.cfg.connect_timeout, caf::connect_atom_v, e->where.host, e->where.port)
       .then(
           [self, address](caf::node_id& nid, caf::strong_actor_ptr& ptr,
                           std::set<std::string>& ifs) {
@@ -107,7 +107,11 @@ void try_dial(node_self self, const std::string& address) {
             logs::cluster().info("linked to {}", address);
             greet(self, {}, peer); // its name comes with its hello
           },
-          [self, address](caf::error& e) {
+          [self, address, dialer](caf::error& e) {
+            if (self->state.deps.new_dialer) {
+              // Timed out: the dialer (and its middleman actor) goes, whatever it waits for.
+              self->send_exit(dialer, caf::exit_reason::user_shutdown);
+            }
             dial_failed(self, address, explain(self->state, self->system().render(e)));
           });
 }

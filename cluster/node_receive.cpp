@@ -5,7 +5,10 @@
 // all; without TLS anyone who reaches the port can (docs/cluster.md, "Securing a cluster").
 
 #include "cluster/node_state.hpp"
+#include "cluster/version_guard.hpp"
 #include "services/logs.hpp"
+
+#include <algorithm>
 
 namespace troupe::cluster {
 
@@ -55,6 +58,8 @@ void admit(node_self self, const std::string& name, const peer_actor& sender) {
 void on_hello(node_self self, const std::string& from, const protocol::cluster_hello& h) {
   auto& st = self->state;
   if (auto* m = st.members.find(from)) {
+    m->acks = h.acks;
+    m->deltas = h.deltas;
     m->api_address = h.api_address;
     if (!h.cluster_address.empty()) {
       m->cluster_address = h.cluster_address;
@@ -68,6 +73,9 @@ void on_hello(node_self self, const std::string& from, const protocol::cluster_h
 
 void on_sync(node_self self, const std::string& from, protocol::registry_sync& s) {
   auto& st = self->state;
+  for (auto& line : version_guard{st.cfg.max_version_ahead}.remove_ahead(s.records, wall_ms())) {
+    refuse(self, refusal::future_version, "a record from " + from + ": " + line);
+  }
   if (s.full) {
     if (!st.syncs.accept(from, s.sync_id, steady_now(self))) {
       return refuse(self, refusal::sync_rate, "a whole-registry sync from " + from);
@@ -84,15 +92,67 @@ void on_sync(node_self self, const std::string& from, protocol::registry_sync& s
     }
   }
   st.records_received += s.records.size();
-  if (!s.records.empty()) {
-    self->send(st.deps.registry, merge_atom_v, actors::record_batch(std::move(s.records)));
+  if (s.records.empty()) {
+    return;
   }
+  // What `from` wrote itself is confirmed to it once merged (relayed records are not: their
+  // writer heard from its own peers).
+  protocol::cluster_ack ack;
+  if (!s.full) {
+    for (auto& r : s.records) {
+      if (r.origin == from) {
+        ack.records.emplace_back(r.id, r.version);
+      }
+    }
+  }
+  self->request(st.deps.registry, caf::infinite, merge_atom_v,
+                actors::record_batch(std::move(s.records)))
+      .then(
+          [self, from, ack = std::move(ack)](actors::record_batch& taken) mutable {
+            auto& st = self->state;
+            if (st.stopping) {
+              return;
+            }
+            // Records new here go on to the members that may lack them (not the sender, nor
+            // their writer): nodes that are not linked directly converge at once, and a write
+            // whose writer died right after a peer confirmed it reaches everyone.
+            if (!taken.empty()) {
+              std::set<std::string> except{from};
+              for (auto& r : taken) {
+                except.insert(r.origin);
+              }
+              if (except.size() > 2) {
+                // Writers differ (a whole registry): only the sender is left out.
+                except = {from};
+              }
+              ++st.relays;
+              broadcast_records(self, std::move(taken), except);
+            }
+            auto link = st.links.find(from);
+            auto* m = st.members.find(from);
+            if (!ack.records.empty() && link != st.links.end() && m && m->acks) {
+              auto msg = envelope(self);
+              msg.body = std::move(ack);
+              send_to(self, link->second, msg);
+            }
+          },
+          [](caf::error&) {});
 }
 
-void on_load(node_self self, const std::string& from, const protocol::load_report& r) {
+void on_load(node_self self, const std::string& from, std::int64_t sent_ms,
+             const protocol::load_report& r) {
   auto& st = self->state;
   if (st.members.report(from, r)) {
     apply_remote_loads(self);
+    // How old the news is when it steers policies here (wall clocks: assumes synchronized
+    // ones); the sender's coalescing (up to one gossip interval) comes before.
+    if (st.deps.metrics && sent_ms > 0) {
+      auto age = std::max<std::int64_t>(0, wall_ms() - sent_ms);
+      st.deps.metrics->on_cluster_load_age(std::chrono::duration<double>(age / 1000.0));
+    }
+  }
+  if (std::find(r.resend.begin(), r.resend.end(), st.cfg.name) != r.resend.end()) {
+    st.whole_load_due.insert(from); // it missed a delta of ours
   }
   // Anti-entropy: registries that still differ after two reports exchange their whole state
   // (a delta lost to a link that dropped, a node that was away).
@@ -119,6 +179,42 @@ bool address_taken(const node_state& st, const std::string& address, const std::
   return false;
 }
 
+/// True when `hello` comes from a second live node with the name of a member: another
+/// incarnation, on another link, while the member is up (a member that restarted went down, or
+/// at least silent, before its new incarnation linked).
+bool is_duplicate(const node_state& st, const protocol::cluster_message& hello) {
+  auto link = st.links.find(hello.from);
+  auto it = st.members.members().find(hello.from);
+  return link != st.links.end() && it != st.members.members().end() &&
+         it->second.state == member_state::up && it->second.incarnation != 0 &&
+         hello.incarnation != 0 && hello.incarnation != it->second.incarnation;
+}
+
+void refuse_duplicate(node_self self, const peer_actor& sender, protocol::cluster_message hello) {
+  auto& st = self->state;
+  auto& h = std::get<protocol::cluster_hello>(hello.body);
+  auto* m = st.members.find(hello.from);
+  auto member_address = m ? m->cluster_address : std::string{};
+  auto& d = st.duplicates[hello.from];
+  if (d.actor != sender) {
+    if (d.actor) {
+      self->demonitor(d.actor.address());
+    }
+    logs::cluster().error("two nodes call themselves {}: the member at {} and another at {}; "
+                          "refusing the second while the first is up. Give each node its own "
+                          "--node-name",
+                          hello.from, member_address.empty() ? "(unknown)" : member_address,
+                          h.cluster_address.empty() ? "(unknown)" : h.cluster_address);
+    d.actor = sender;
+    d.since = std::chrono::system_clock::now();
+    self->monitor(sender);
+  }
+  d.member_address = member_address;
+  d.hello = std::move(hello);
+  refuse(self, refusal::duplicate_name, "a hello from a second node called " + d.hello.from);
+  publish_status(self);
+}
+
 /// A message of member `sender`.
 void deliver(node_self self, protocol::cluster_message& msg) {
   auto& st = self->state;
@@ -131,6 +227,8 @@ void deliver(node_self self, protocol::cluster_message& msg) {
     logs::cluster().info("member {} is up", msg.from);
   } else if (heard == member_table::heard_result::restarted) {
     logs::cluster().info("member {} restarted", msg.from);
+  } else if (heard == member_table::heard_result::recovered) {
+    logs::cluster().info("member {} is up again", msg.from);
   }
   bool status_changed = heard != member_table::heard_result::known;
   std::visit(
@@ -142,8 +240,10 @@ void deliver(node_self self, protocol::cluster_message& msg) {
         } else if constexpr (std::is_same_v<T, protocol::registry_sync>) {
           on_sync(self, msg.from, body);
         } else if constexpr (std::is_same_v<T, protocol::load_report>) {
-          on_load(self, msg.from, body);
+          on_load(self, msg.from, msg.sent_ms, body);
           status_changed = true;
+        } else if constexpr (std::is_same_v<T, protocol::cluster_ack>) {
+          on_ack(self, msg.from, body);
         }
       },
       msg.body);
@@ -171,10 +271,26 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
     return refuse(self, refusal::malformed, "a message this node cannot read: " + why);
   }
   if (msg->from == st.cfg.name) {
-    logs::cluster().error("a peer calls itself {}, as this node does: give each node its own "
-                          "--node-name",
-                          msg->from);
+    auto* h = std::get_if<protocol::cluster_hello>(&msg->body);
+    auto [it, fresh] = st.own_name_clashes.try_emplace(sender.address());
+    if (fresh) {
+      it->second.second = std::chrono::system_clock::now();
+      self->monitor(sender);
+      greet(self, {}, sender); // our hello (nothing else): the other node sees the clash too
+    }
+    if (h && !h->cluster_address.empty() && it->second.first != h->cluster_address) {
+      it->second.first = h->cluster_address;
+      logs::cluster().error("the node at {} calls itself {}, as this node does: refused; give "
+                            "each node its own --node-name",
+                            h->cluster_address, msg->from);
+      publish_status(self);
+    }
     return refuse(self, refusal::name_clash, "a message from a peer named like this node");
+  }
+  if (auto d = st.duplicates.find(msg->from);
+      d != st.duplicates.end() && d->second.actor == sender) {
+    return refuse(self, refusal::duplicate_name,
+                  "a message from the second node called " + msg->from);
   }
   auto link = st.links.find(msg->from);
   if (link == st.links.end() || link->second != sender) {
@@ -190,6 +306,9 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
       return refuse(self, refusal::not_member,
                     "a hello from " + msg->from + ", which claims the address of another member (" +
                         h->cluster_address + ")");
+    }
+    if (is_duplicate(st, *msg)) {
+      return refuse_duplicate(self, sender, std::move(*msg));
     }
     admit(self, msg->from, sender);
   }
@@ -211,7 +330,33 @@ void member_down(node_self self, const std::string& name, std::string reason) {
   st.full_sync_due.erase(name);
   st.digest_mismatches.erase(name);
   apply_remote_loads(self);
+  if (auto d = st.duplicates.find(name); d != st.duplicates.end()) {
+    // The node refused for its name is the one left: it is the member now.
+    auto dup = std::move(d->second);
+    st.duplicates.erase(d);
+    self->demonitor(dup.actor.address());
+    logs::cluster().info("the other node called {} (at {}) is taken as the member now", name,
+                         std::get<protocol::cluster_hello>(dup.hello.body).cluster_address);
+    admit(self, name, dup.actor);
+    deliver(self, dup.hello);
+  }
   publish_status(self);
+}
+
+void forget_refused(node_self self, const caf::actor_addr& peer) {
+  auto& st = self->state;
+  bool changed = st.own_name_clashes.erase(peer) > 0;
+  for (auto it = st.duplicates.begin(); it != st.duplicates.end();) {
+    if (it->second.actor.address() == peer) {
+      it = st.duplicates.erase(it);
+      changed = true;
+    } else {
+      ++it;
+    }
+  }
+  if (changed) {
+    publish_status(self);
+  }
 }
 
 } // namespace troupe::cluster

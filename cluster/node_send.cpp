@@ -4,6 +4,7 @@
 #include "cluster/node_state.hpp"
 #include "services/logs.hpp"
 
+#include <algorithm>
 #include <caf/send.hpp>
 
 namespace troupe::cluster {
@@ -67,6 +68,8 @@ void send_hello(node_self self, const peer_actor& to) {
   protocol::cluster_hello h;
   h.api_address = st.cfg.api_address;
   h.cluster_address = st.cfg.cluster_address;
+  h.acks = true;
+  h.deltas = true;
   for (auto& [name, m] : st.members.members()) {
     if (!m.cluster_address.empty() && m.state != member_state::down && st.links.count(name)) {
       h.peers.push_back(m.cluster_address);
@@ -119,6 +122,10 @@ cluster_message envelope(node_self self) {
   return m;
 }
 
+void send_to(node_self self, const peer_actor& to, const cluster_message& m) {
+  send_bytes(self, to, protocol::encode(m));
+}
+
 void broadcast(node_self self, const cluster_message& m) {
   auto& st = self->state;
   if (st.links.empty()) {
@@ -131,12 +138,21 @@ void broadcast(node_self self, const cluster_message& m) {
   }
 }
 
-void broadcast_records(node_self self, actors::record_batch records) {
-  if (self->state.links.empty()) {
+void broadcast_records(node_self self, actors::record_batch records,
+                       const std::set<std::string>& except) {
+  auto& st = self->state;
+  if (st.links.size() <= except.size() &&
+      std::all_of(st.links.begin(), st.links.end(),
+                  [&](auto& kv) { return except.count(kv.first) > 0; })) {
     return;
   }
   for (auto& m : sync_messages(self, std::move(records), false, 0)) {
-    broadcast(self, m);
+    auto bytes = protocol::encode(m); // once for every peer
+    for (auto& [name, link] : st.links) {
+      if (!except.count(name)) {
+        send_bytes(self, link, bytes);
+      }
+    }
   }
 }
 
@@ -144,6 +160,7 @@ void greet(node_self self, const std::string& name, const peer_actor& to) {
   auto& st = self->state;
   if (st.greeted.insert(to.address()).second) {
     send_hello(self, to);
+    send_whole_load(self, to); // the base its deltas build on
   }
   if (!name.empty()) {
     request_full_sync(self, name);
@@ -176,33 +193,110 @@ void send_due_full_syncs(node_self self) {
   }
 }
 
+namespace {
+
+protocol::load_report load_header(node_self self) {
+  auto& st = self->state;
+  protocol::load_report r;
+  r.seq = st.seq;
+  r.registry_digest = st.fleet->digest;
+  r.registry_version = st.fleet->version;
+  r.shared_version = st.fleet->shared_version;
+  r.workers = static_cast<std::uint32_t>(st.fleet->workers.size());
+  for (auto& [name, m] : st.members.members()) {
+    if (m.needs_full && m.state != member_state::down) {
+      r.resend.push_back(name);
+    }
+  }
+  return r;
+}
+
+std::string whole_load(node_self self) {
+  auto& st = self->state;
+  auto r = load_header(self);
+  r.full = true;
+  r.loads.assign(st.last_sent_loads.begin(), st.last_sent_loads.end());
+  auto m = envelope(self);
+  m.body = std::move(r);
+  ++st.load_reports_sent;
+  st.load_entries_sent += st.last_sent_loads.size();
+  return protocol::encode(m);
+}
+
+} // namespace
+
+void send_whole_load(node_self self, const peer_actor& to) {
+  if (self->state.fleet) {
+    send_bytes(self, to, whole_load(self));
+  }
+}
+
 void report_load(node_self self) {
   auto& st = self->state;
   if (!st.fleet) {
     return;
   }
-  std::map<std::string, int> loads;
+  // What changed since the last report: one pass over the fleet, no map built anew.
+  std::vector<std::pair<std::string, std::int32_t>> delta;
+  std::size_t nonzero = 0;
   for (auto& w : st.fleet->workers) {
-    if (auto n = w->live->local_load(); n > 0) {
-      loads[w->id] = n;
+    auto n = w->live->local_load();
+    nonzero += n > 0;
+    auto it = st.last_sent_loads.find(w->id);
+    int before = it == st.last_sent_loads.end() ? 0 : it->second;
+    if (n != before) {
+      delta.emplace_back(w->id, n);
+    }
+  }
+  if (nonzero + delta.size() < st.last_sent_loads.size()) {
+    // Workers that left the fleet with load: they are at 0 now.
+    std::unordered_map<std::string, bool> live;
+    for (auto& w : st.fleet->workers) {
+      live.emplace(w->id, true);
+    }
+    for (auto& [id, n] : st.last_sent_loads) {
+      if (!live.count(id)) {
+        delta.emplace_back(id, 0);
+      }
     }
   }
   auto now = steady_now(self);
-  if (loads == st.last_sent_loads && now - st.last_report < st.cfg.keepalive) {
+  if (delta.empty() && now - st.last_report < st.cfg.keepalive && st.whole_load_due.empty()) {
     return;
   }
-  protocol::load_report r;
-  r.seq = ++st.seq;
-  r.loads.assign(loads.begin(), loads.end());
-  r.registry_digest = st.fleet->digest;
-  r.registry_version = st.fleet->version;
-  r.shared_version = st.fleet->shared_version;
-  r.workers = static_cast<std::uint32_t>(st.fleet->workers.size());
-  auto m = envelope(self);
-  m.body = std::move(r);
-  broadcast(self, m);
-  st.last_sent_loads = std::move(loads);
+  for (auto& [id, n] : delta) {
+    if (n > 0) {
+      st.last_sent_loads[id] = n;
+    } else {
+      st.last_sent_loads.erase(id);
+    }
+  }
+  ++st.seq;
   st.last_report = now;
+  std::string delta_bytes;
+  std::string whole_bytes;
+  for (auto& [name, link] : st.links) {
+    auto* m = st.members.find(name);
+    bool whole = !m || !m->deltas || st.whole_load_due.count(name);
+    auto& bytes = whole ? whole_bytes : delta_bytes;
+    if (bytes.empty()) {
+      if (whole) {
+        bytes = whole_load(self);
+      } else {
+        auto r = load_header(self);
+        r.full = false;
+        ++st.load_reports_sent;
+        ++st.load_deltas_sent;
+        st.load_entries_sent += delta.size();
+        r.loads = delta;
+        auto msg = envelope(self);
+        msg.body = std::move(r);
+        bytes = protocol::encode(msg); // once for every peer
+      }
+    }
+    send_bytes(self, link, bytes);
+  }
+  st.whole_load_due.clear();
 }
 
 } // namespace troupe::cluster

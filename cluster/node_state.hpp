@@ -13,10 +13,13 @@
 #include "cluster/sync_limits.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <functional>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 namespace troupe::cluster {
 
@@ -38,14 +41,46 @@ struct node_state {
   std::set<caf::actor_addr> greeted;                 ///< Links this node sent hello + state.
   std::set<std::string> full_sync_due;               ///< Members waiting for a whole registry.
   std::map<std::string, unsigned> digest_mismatches; ///< Consecutive, per member.
+  /// A second live node with a member's name (another incarnation, another link): refused
+  /// while the member is up; admitted (as the member restarted) once it is down.
+  struct duplicate {
+    peer_actor actor;
+    protocol::cluster_message hello;
+    std::string member_address;
+    std::chrono::system_clock::time_point since;
+  };
+  std::map<std::string, duplicate> duplicates; ///< By name.
+  /// Peers calling themselves by this node's name: their cluster address, by actor.
+  std::map<caf::actor_addr, std::pair<std::string, std::chrono::system_clock::time_point>>
+      own_name_clashes;
   dial_table dials{dial_table::settings{}};
   sync_limits syncs{std::chrono::milliseconds{1000}};
   std::set<std::string> peer_interface; ///< What a peer's cluster port must publish.
   actors::fleet_ptr fleet;
   std::uint64_t seq = 0;
   std::uint64_t sync_seq = 0; ///< Numbers this node's whole-registry syncs.
-  std::map<std::string, int> last_sent_loads;
+  /// Every worker's live state, by id (the current snapshot's): received loads touch only the
+  /// workers they name.
+  std::unordered_map<std::string, std::shared_ptr<actors::worker_live>> live_by_id;
+  std::unordered_map<std::string, int> last_sent_loads; ///< As of report `seq`.
+  std::set<std::string> whole_load_due; ///< Members that asked for a whole load report.
+  std::uint64_t load_reports_sent = 0;
+  std::uint64_t load_deltas_sent = 0;
+  std::uint64_t load_entries_sent = 0;
   caf::actor_clock::time_point last_report{};
+  /// Writes of this node waiting for a peer's confirmation.
+  struct unconfirmed {
+    std::vector<std::pair<std::string, std::uint64_t>> records; ///< (id, version).
+    caf::typed_response_promise<std::string> promise;
+    caf::actor_clock::time_point deadline;
+  };
+  std::vector<unconfirmed> unconfirmed_writes;
+  /// Writes waiting for the next save of the state file (which starts when none runs).
+  std::vector<caf::typed_response_promise<std::string>> save_waiters;
+  bool saving_for_waiters = false;
+  std::uint64_t writes_confirmed_by_peer = 0;
+  std::uint64_t writes_confirmed_by_file = 0;
+  std::uint64_t writes_unconfirmed = 0; ///< Answered with an error (no peer, no state file).
   bool persist_pending = false;
   std::uint64_t persisted_digest = 0;
   bool persisted_once = false;
@@ -61,6 +96,7 @@ struct node_state {
   std::uint64_t full_syncs_sent = 0;
   std::uint64_t full_syncs_received = 0;
   std::uint64_t records_received = 0;
+  std::uint64_t relays = 0;        ///< Batches of merged records sent on to other members.
   std::uint64_t keys_withheld = 0; ///< Api keys left out of what went to peers (plain links).
   std::uint64_t records_too_large = 0;
   std::uint64_t saves = 0;
@@ -77,10 +113,32 @@ inline caf::actor_clock::time_point steady_now(node_self self) {
 /// The wall clock in ms since the epoch.
 std::int64_t wall_ms();
 
+// -- node_durable.cpp --
+
+/// Answers `records` (a write of this node, just sent to the peers) once it is durable.
+caf::result<std::string> confirm_write(node_self self, const actors::record_batch& records);
+
+/// Member `from` holds these records now.
+void on_ack(node_self self, const std::string& from, const protocol::cluster_ack& a);
+
+/// Writes whose confirmation is overdue (or can no longer come) fall back on the state file.
+void expire_unconfirmed(node_self self);
+
+/// Writes the state file soon (a batch of changes), unless it holds the registry already.
+void maybe_persist(node_self self);
+
+/// Writes the state file now (fsync'd, as its directory), then calls `then` with success.
+void save(node_self self, std::function<void(bool)> then);
+
 // -- node_send.cpp --
 
-/// Sends the registry's records to every linked member (a write of this node).
-void broadcast_records(node_self self, actors::record_batch records);
+/// Sends records to every linked member but those named in `except` (a write of this node, or
+/// records it merged and relays).
+void broadcast_records(node_self self, actors::record_batch records,
+                       const std::set<std::string>& except = {});
+
+/// Sends one message to one linked member.
+void send_to(node_self self, const peer_actor& to, const protocol::cluster_message& m);
 
 /// Broadcasts one message to every linked member.
 void broadcast(node_self self, const protocol::cluster_message& m);
@@ -98,8 +156,12 @@ void request_full_sync(node_self self, const std::string& name);
 /// Sends the whole registries that were due and are allowed now.
 void send_due_full_syncs(node_self self);
 
-/// This node's load report to every member (when it changed, or at the keepalive).
+/// This node's load report to every member (when it changed, or at the keepalive): a delta to
+/// those that read deltas, a whole report to the others and to those that asked for one.
 void report_load(node_self self);
+
+/// A whole load report (as of the last one sent) to one link.
+void send_whole_load(node_self self, const peer_actor& to);
 
 // -- node_receive.cpp --
 
@@ -108,6 +170,9 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes);
 
 /// Member `name` is gone (link lost, left, silent).
 void member_down(node_self self, const std::string& name, std::string reason);
+
+/// The link of `peer` closed: whatever it was refused for (a duplicate name) is over.
+void forget_refused(node_self self, const caf::actor_addr& peer);
 
 // -- node_dial.cpp --
 
@@ -128,8 +193,11 @@ void address_lost(node_self self, const std::string& address);
 /// Publishes the cluster view (admin, metrics).
 void publish_status(node_self self);
 
-/// Writes the peers' summed load into each worker's live state.
+/// Writes the peers' summed load into the live state of the workers whose sum changed.
 void apply_remote_loads(node_self self);
+
+/// Writes it into every worker's live state (a new fleet snapshot).
+void apply_all_remote_loads(node_self self);
 
 /// Takes the frame guard's new refusals into the counts (and logs them).
 void take_frame_refusals(node_self self);

@@ -40,6 +40,16 @@ void publish_status(node_self self) {
     s.loads = m.loads;
     status->members.push_back(std::move(s));
   }
+  for (auto& [name, d] : st.duplicates) {
+    status->name_conflicts.push_back(
+        {name, d.member_address, std::get<protocol::cluster_hello>(d.hello.body).cluster_address,
+         d.since});
+  }
+  for (auto& [peer, clash] : st.own_name_clashes) {
+    status->name_conflicts.push_back({st.cfg.name, st.cfg.cluster_address,
+                                      clash.first.empty() ? "(unknown)" : clash.first,
+                                      clash.second});
+  }
   st.deps.view->set(std::move(status));
   if (st.deps.metrics && st.cfg.networked) {
     st.deps.metrics->set_cluster_members(1 + st.members.count(member_state::up),
@@ -50,11 +60,26 @@ void publish_status(node_self self) {
 
 void apply_remote_loads(node_self self) {
   auto& st = self->state;
+  auto& sums = st.members.remote_loads();
+  for (auto& id : st.members.take_changed()) {
+    if (auto w = st.live_by_id.find(id); w != st.live_by_id.end()) {
+      auto sum = sums.find(id);
+      w->second->remote_in_flight.store(sum == sums.end() ? 0 : sum->second,
+                                        std::memory_order_relaxed);
+    }
+  }
+}
+
+void apply_all_remote_loads(node_self self) {
+  auto& st = self->state;
+  st.members.take_changed();
+  st.live_by_id.clear();
   if (!st.fleet) {
     return;
   }
-  auto sums = st.members.remote_loads();
+  auto& sums = st.members.remote_loads();
   for (auto& w : st.fleet->workers) {
+    st.live_by_id.emplace(w->id, w->live);
     auto it = sums.find(w->id);
     w->live->remote_in_flight.store(it == sums.end() ? 0 : it->second, std::memory_order_relaxed);
   }
@@ -132,6 +157,14 @@ nlohmann::json inspect_state(node_self self) {
           {"full_syncs_received", st.full_syncs_received},
           {"full_syncs_waiting", st.full_sync_due.size()},
           {"records_received", st.records_received},
+          {"relays", st.relays},
+          {"load_reports_sent", st.load_reports_sent},
+          {"load_deltas_sent", st.load_deltas_sent},
+          {"load_entries_sent", st.load_entries_sent},
+          {"writes_confirmed_by_peer", st.writes_confirmed_by_peer},
+          {"writes_confirmed_by_state_file", st.writes_confirmed_by_file},
+          {"writes_unconfirmed", st.writes_unconfirmed},
+          {"writes_waiting", st.unconfirmed_writes.size() + st.save_waiters.size()},
           {"keys_withheld", st.keys_withheld},
           {"records_too_large", st.records_too_large},
           {"state_file", st.cfg.state_file},

@@ -28,6 +28,10 @@ std::string_view to_string(refusal r) noexcept {
     return "sync_rate";
   case refusal::name_clash:
     return "name_clash";
+  case refusal::future_version:
+    return "future_version";
+  case refusal::duplicate_name:
+    return "duplicate_name";
   }
   return "unexpected";
 }

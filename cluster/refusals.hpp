@@ -27,9 +27,11 @@ enum class refusal : std::uint8_t {
   unexpected,      ///< Any other message at the cluster endpoint.
   sync_rate,       ///< A whole-registry sync sooner after the last one than allowed.
   name_clash,      ///< A peer calling itself by this node's name.
+  future_version,  ///< A record versioned too far ahead of this node's clock.
+  duplicate_name,  ///< A second live node using the name of a member (another incarnation).
 };
 
-inline constexpr std::size_t refusal_count = 11;
+inline constexpr std::size_t refusal_count = 13;
 
 /// The label of a reason, e.g. `not_member`.
 std::string_view to_string(refusal r) noexcept;

@@ -57,12 +57,33 @@ bool save_state(const std::string& path, const std::string& node,
     }
     done += static_cast<std::size_t>(n);
   }
+  // On the disk before it replaces the old file, and the rename on the disk before a write
+  // counts as durable (a 202 promises that it survives this node: docs/cluster.md).
+  if (::fsync(fd) != 0) {
+    why = "cannot sync " + tmp + ": " + std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return false;
+  }
   ::close(fd);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     why = "cannot replace " + path + ": " + std::strerror(errno);
     ::unlink(tmp.c_str());
     return false;
   }
+  auto slash = path.rfind('/');
+  auto dir = slash == std::string::npos ? std::string{"."}
+             : slash == 0               ? std::string{"/"}
+                                        : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || ::fsync(dfd) != 0) {
+    why = "cannot sync the directory " + dir + ": " + std::strerror(errno);
+    if (dfd >= 0) {
+      ::close(dfd);
+    }
+    return false;
+  }
+  ::close(dfd);
   return true;
 }
 

@@ -1,11 +1,11 @@
 #include "cluster/tls_diagnosis.hpp"
 
+#include "cluster/tcp_probe.hpp"
 #include "cluster/tls_files.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 #include <cstring>
 #include <memory>
-#include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -33,35 +33,6 @@ std::string last_openssl_error() {
   return out;
 }
 
-/// A TCP connection to host:port within `timeout`, or -1 (`why` says).
-int connect_to(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-               std::string& why) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (auto rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-      rc != 0) {
-    why = std::string{"cannot resolve: "} + ::gai_strerror(rc);
-    return -1;
-  }
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard{found, &::freeaddrinfo};
-  int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
-  if (fd < 0) {
-    why = std::strerror(errno);
-    return -1;
-  }
-  timeval tv{static_cast<time_t>(timeout.count() / 1000),
-             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  if (::connect(fd, found->ai_addr, found->ai_addrlen) != 0) {
-    why = std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 } // namespace
 
 std::string diagnose_tls_handshake(const std::string& host, std::uint16_t port,
@@ -81,10 +52,15 @@ std::string diagnose_tls_handshake(const std::string& host, std::uint16_t port,
   }
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   std::string why;
-  int fd = connect_to(host, port, timeout, why);
+  int fd = connect_within(host, port, timeout, why);
   if (fd < 0) {
     return "no TCP connection: " + why;
   }
+  // The handshake's reads and writes are bounded too.
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   ssl_ptr ssl{SSL_new(ctx.get()), &SSL_free};
   SSL_set_fd(ssl.get(), fd);
   std::string out;

@@ -76,14 +76,33 @@ struct body_writer {
   packer& pk;
 
   std::string_view operator()(const cluster_hello& h) {
-    pk.pack_map(3);
+    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
     put(pk, h.cluster_address);
     put(pk, "peers");
     put(pk, h.peers);
+    if (h.acks) {
+      put(pk, "acks");
+      pk.pack_true();
+    }
+    if (h.deltas) {
+      put(pk, "deltas");
+      pk.pack_true();
+    }
     return "hello";
+  }
+
+  std::string_view operator()(const cluster_ack& a) {
+    pk.pack_map(1);
+    put(pk, "records");
+    pk.pack_map(static_cast<std::uint32_t>(a.records.size()));
+    for (auto& [id, version] : a.records) {
+      put(pk, id);
+      pk.pack_uint64(version);
+    }
+    return "ack";
   }
 
   std::string_view operator()(const registry_sync& s) {
@@ -100,7 +119,13 @@ struct body_writer {
   }
 
   std::string_view operator()(const load_report& l) {
-    pk.pack_map(6);
+    pk.pack_map(7 + (l.resend.empty() ? 0 : 1));
+    put(pk, "full");
+    l.full ? pk.pack_true() : pk.pack_false();
+    if (!l.resend.empty()) {
+      put(pk, "resend");
+      put(pk, l.resend);
+    }
     put(pk, "seq");
     pk.pack_uint64(l.seq);
     put(pk, "loads");
@@ -132,6 +157,7 @@ std::string_view kind_of(const cluster_message& m) {
     std::string_view operator()(const registry_sync&) { return "sync"; }
     std::string_view operator()(const load_report&) { return "load"; }
     std::string_view operator()(const cluster_bye&) { return "bye"; }
+    std::string_view operator()(const cluster_ack&) { return "ack"; }
   };
   return std::visit(namer{}, m.body);
 }
@@ -345,6 +371,8 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("api", h.api_address);
     in.get("addr", h.cluster_address);
     in.get("peers", h.peers);
+    in.get("acks", h.acks);
+    in.get("deltas", h.deltas);
     m.body = std::move(h);
     return in.ok();
   }
@@ -367,6 +395,8 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("rver", l.registry_version);
     in.get("workers", l.workers);
     in.get("sver", l.shared_version);
+    in.get("full", l.full);
+    in.get("resend", l.resend);
     if (auto* loads = in.find("loads")) {
       if (loads->type != msgpack::type::MAP) {
         in.fail("field 'loads' is not a map");
@@ -389,6 +419,27 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
   if (kind == "bye") {
     m.body = cluster_bye{};
     return true;
+  }
+  if (kind == "ack") {
+    cluster_ack a;
+    map_reader in{body, "ack", why};
+    if (auto* rs = in.find("records")) {
+      if (rs->type != msgpack::type::MAP) {
+        in.fail("field 'records' is not a map");
+      } else {
+        for (std::uint32_t i = 0; i < rs->via.map.size; ++i) {
+          auto& kv = rs->via.map.ptr[i];
+          if (kv.key.type != msgpack::type::STR || kv.val.type != msgpack::type::POSITIVE_INTEGER) {
+            in.fail("field 'records' holds an entry that is not (worker id, version)");
+            break;
+          }
+          a.records.emplace_back(std::string{kv.key.via.str.ptr, kv.key.via.str.size},
+                                 kv.val.via.u64);
+        }
+      }
+    }
+    m.body = std::move(a);
+    return in.ok();
   }
   why = "unknown message kind '" + std::string(kind) + "'";
   return false;
@@ -437,7 +488,12 @@ bool compatible(std::uint32_t version, std::uint32_t compat, std::string& why) {
 } // namespace
 
 bool supersedes(const worker_record& a, const worker_record& b) noexcept {
-  return std::tie(a.version, a.origin) > std::tie(b.version, b.origin);
+  if (std::tie(a.version, a.origin) != std::tie(b.version, b.origin)) {
+    return std::tie(a.version, a.origin) > std::tie(b.version, b.origin);
+  }
+  // Two contents under one (version, origin): a node that wrote again after losing its state,
+  // say. Every node keeps the same one, so registries (and digests) still converge.
+  return record_hash(a) > record_hash(b);
 }
 
 std::uint64_t next_version(std::uint64_t highest_seen, std::int64_t now_ms) noexcept {
@@ -446,24 +502,21 @@ std::uint64_t next_version(std::uint64_t highest_seen, std::int64_t now_ms) noex
 }
 
 std::uint64_t record_hash(const worker_record& r) noexcept {
-  // FNV-1a over the fields that make a version, with separators so that fields cannot run
-  // into each other.
+  // FNV-1a over the record as the wire writes it, secrets aside: the api key travels only
+  // over TLS links (a node may hold a key its peer was not sent), so it and the flag saying
+  // it was withheld stay out; everything else that was replicated is in.
+  auto copy = r;
+  copy.spec.api_key.clear();
+  copy.key_withheld = false;
+  msgpack::sbuffer buf;
+  packer pk{&buf};
+  put_record(pk, copy);
   std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&](const void* p, std::size_t n) {
-    auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  };
-  auto sep = '\x1f';
-  mix(r.id.data(), r.id.size());
-  mix(&sep, 1);
-  mix(&r.version, sizeof(r.version));
-  mix(r.origin.data(), r.origin.size());
-  mix(&sep, 1);
-  char del = r.deleted ? 1 : 0;
-  mix(&del, 1);
+  auto* b = reinterpret_cast<const unsigned char*>(buf.data());
+  for (std::size_t i = 0; i < buf.size(); ++i) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
   return h;
 }
 

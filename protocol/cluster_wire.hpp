@@ -44,16 +44,18 @@ struct worker_record {
   friend bool operator==(const worker_record&, const worker_record&) = default;
 };
 
-/// True when `a` replaces `b`: a higher version, or the same version from a greater node name.
+/// True when `a` replaces `b`: a higher version, or the same version from a greater node name,
+/// or (same version and origin, different content) the greater `record_hash`.
 bool supersedes(const worker_record& a, const worker_record& b) noexcept;
 
 /// The version of a new write: the wall clock in ms, or one more than the highest version seen
 /// when that is later (a clock behind its peers still orders writes after what it saw).
 std::uint64_t next_version(std::uint64_t highest_seen, std::int64_t now_ms) noexcept;
 
-/// A hash of what makes a record's version (id, version, origin, tombstone). XOR-ed over all
-/// records it gives a registry digest that does not depend on order: two nodes holding the
-/// same records have the same digest.
+/// A hash of the whole record as it is replicated (every field but the api key, which only TLS
+/// links carry). XOR-ed over all records it gives a registry digest that does not depend on
+/// order: two nodes holding the same records have the same digest, and records that differ in
+/// anything but the key (a model card, a spec) make digests differ.
 std::uint64_t record_hash(const worker_record& r) noexcept;
 
 /// A member's greeting, sent to each peer when a link comes up.
@@ -61,6 +63,10 @@ struct cluster_hello {
   std::string api_address;        ///< Where clients reach the sender's API (host:port).
   std::string cluster_address;    ///< Where peers reach the sender's cluster port (host:port).
   std::vector<std::string> peers; ///< Cluster addresses of the members the sender knows.
+  /// The sender confirms the writes it receives (`cluster_ack`): a node waits for such a
+  /// peer's confirmation before it answers a registration. False from older senders.
+  bool acks = false;
+  bool deltas = false; ///< The sender reads load deltas (`load_report::full` false).
 };
 
 /// Registry records: the sender's whole state (`full`, on a new link or when digests differ),
@@ -73,8 +79,11 @@ struct registry_sync {
   std::uint64_t sync_id = 0;
 };
 
-/// The sender's load: requests it has in flight per worker (workers at zero are left out).
-/// Sent periodically; each report replaces the previous one from the same sender.
+/// The sender's load: requests it has in flight per worker. A whole report (`full`) lists every
+/// worker above zero and replaces what the sender said before; a delta lists only the workers
+/// whose count changed since the report numbered `seq - 1` (a count of 0: none any more).
+/// Deltas go, once per gossip interval at most, to members whose hello says they read them;
+/// a new link gets a whole report first. Older senders write no `full`: their reports are whole.
 struct load_report {
   std::uint64_t seq = 0;                                   ///< Increases per report.
   std::vector<std::pair<std::string, std::int32_t>> loads; ///< (worker id, in flight).
@@ -82,10 +91,21 @@ struct load_report {
   std::uint64_t registry_version = 0; ///< The sender's snapshot version (a local counter).
   std::uint32_t workers = 0;          ///< Live workers the sender knows.
   std::uint64_t shared_version = 0;   ///< The sender's highest record version.
+  bool full = true;                   ///< A whole report (else a delta on `seq - 1`).
+  /// Members whose deltas the sender could not apply (one was missed): each sends it a whole
+  /// report.
+  std::vector<std::string> resend;
 };
 
 /// The sender leaves the cluster (graceful shutdown): peers drop it at once.
 struct cluster_bye {};
+
+/// The sender holds these records now (it merged the write they came with): the writer's
+/// registration is durable beyond the writer. Sent for delta syncs only, to the node that sent
+/// them.
+struct cluster_ack {
+  std::vector<std::pair<std::string, std::uint64_t>> records; ///< (worker id, version).
+};
 
 /// One message between nodes: an envelope naming the sender, and one body.
 struct cluster_message {
@@ -94,7 +114,7 @@ struct cluster_message {
   std::string from;                             ///< Sender's node name.
   std::uint64_t incarnation = 0; ///< Random per process start: tells a restarted node apart.
   std::int64_t sent_ms = 0;      ///< Sender's wall clock.
-  std::variant<cluster_hello, registry_sync, load_report, cluster_bye> body;
+  std::variant<cluster_hello, registry_sync, load_report, cluster_bye, cluster_ack> body;
 };
 
 /// The message as msgpack bytes.

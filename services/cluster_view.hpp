@@ -28,13 +28,22 @@ struct member_status {
   std::map<std::string, int> loads;   ///< Its requests in flight per worker id (up members).
 };
 
+/// Two live nodes using one name: the cluster refuses the second (docs/cluster.md).
+struct name_conflict {
+  std::string name;                              ///< The name both use.
+  std::string member_address;                    ///< Cluster address of the one taken as member.
+  std::string refused_address;                   ///< Cluster address of the one refused.
+  std::chrono::system_clock::time_point since{}; ///< When this node saw it.
+};
+
 /// The cluster as this node sees it: an immutable value the cluster node publishes.
 struct cluster_status {
-  bool enabled = false;               ///< False: the node runs alone (no `--cluster-port`).
-  std::string self;                   ///< This node's name.
-  std::string transport;              ///< Cluster links: `tls` or `plain` (empty: alone).
-  std::uint64_t registry_digest = 0;  ///< This node's registry digest.
-  std::vector<member_status> members; ///< This node first, then the peers by name.
+  bool enabled = false;                      ///< False: the node runs alone (no `--cluster-port`).
+  std::string self;                          ///< This node's name.
+  std::string transport;                     ///< Cluster links: `tls` or `plain` (empty: alone).
+  std::uint64_t registry_digest = 0;         ///< This node's registry digest.
+  std::vector<member_status> members;        ///< This node first, then the peers by name.
+  std::vector<name_conflict> name_conflicts; ///< Nodes refused for a name in use.
 };
 
 /// The current cluster status, readable from any thread (endpoints, metrics) without a

@@ -119,6 +119,11 @@ struct metrics::impl {
           .Name("troupe_cluster_propagation_seconds")
           .Help("Delay between a registry change on its origin node and its arrival here")
           .Register(*registry);
+  prom::Family<prom::Histogram>& cluster_load_age =
+      prom::BuildHistogram()
+          .Name("troupe_cluster_load_age_seconds")
+          .Help("Age of a peer's load report (from its sending) when it took effect here")
+          .Register(*registry);
   prom::Family<prom::Counter>& cluster_refused =
       prom::BuildCounter()
           .Name("troupe_cluster_refused_total")
@@ -157,6 +162,7 @@ struct metrics::impl {
   prom::Gauge& members_suspect = cluster_members.Add({{"state", "suspect"}});
   prom::Gauge& members_down = cluster_members.Add({{"state", "down"}});
   prom::Histogram& propagation = cluster_propagation.Add({}, propagation_buckets);
+  prom::Histogram& load_age = cluster_load_age.Add({}, propagation_buckets);
 
   std::mutex mailbox_mx;
   std::unordered_map<std::string, prom::Gauge*> mailbox_by_actor;
@@ -217,6 +223,10 @@ void metrics::set_cluster_members(std::size_t up, std::size_t suspect, std::size
 
 void metrics::on_cluster_propagation(std::chrono::duration<double> delay) {
   impl_->propagation.Observe(delay.count());
+}
+
+void metrics::on_cluster_load_age(std::chrono::duration<double> age) {
+  impl_->load_age.Observe(age.count());
 }
 
 void metrics::on_cluster_refused(std::string_view reason, std::uint64_t n) {

@@ -98,6 +98,10 @@ public:
   /// How long a registry change took to reach this node: `troupe_cluster_propagation_seconds`.
   void on_cluster_propagation(std::chrono::duration<double> delay);
 
+  /// How old a peer's load report was when it took effect here:
+  /// `troupe_cluster_load_age_seconds`.
+  void on_cluster_load_age(std::chrono::duration<double> age);
+
   /// The cluster layer refused something (a message, a frame, a sync):
   /// `troupe_cluster_refused_total{reason}`; reasons are cluster/refusals.hpp's fixed set.
   void on_cluster_refused(std::string_view reason, std::uint64_t n = 1);

@@ -318,15 +318,28 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   double cluster_heartbeat = cfg.cluster_heartbeat.count() / 1000.0;
   double cluster_timeout = cfg.cluster_timeout.count() / 1000.0;
   double cluster_gossip = cfg.cluster_gossip.count() / 1000.0;
-  app.add_option("--cluster-heartbeat-secs", cluster_heartbeat,
-                 "Heartbeats between linked nodes, and the longest gap between load reports")
+  app.add_option(
+         "--cluster-heartbeat-secs", cluster_heartbeat,
+         "Heartbeats between linked nodes, and the longest gap between load reports (a member "
+         "silent for two is suspect: its load stops counting)")
       ->check(CLI::Range(0.05, 60.0));
   app.add_option("--cluster-timeout-secs", cluster_timeout,
-                 "A peer silent this long is dropped (down), even with its connection open")
+                 "A peer silent this long is dropped (down), even with its connection open (a hung "
+                 "node is down after this plus a heartbeat)")
       ->check(CLI::Range(0.2, 600.0));
   app.add_option("--cluster-gossip-interval-secs", cluster_gossip,
                  "Load reports are sent at most this often while load changes")
       ->check(CLI::Range(0.01, 10.0));
+  double cluster_ack_timeout = cfg.cluster_ack_timeout.count() / 1000.0;
+  app.add_option("--cluster-ack-timeout-secs", cluster_ack_timeout,
+                 "POST /workers and DELETE wait this long for a peer to confirm the change, then "
+                 "fall back on --state-file (or answer 503)")
+      ->check(CLI::Range(0.05, 60.0));
+  double cluster_clock_skew = cfg.cluster_clock_skew.count() / 1000.0;
+  app.add_option("--cluster-max-clock-skew-secs", cluster_clock_skew,
+                 "Registration records versioned further ahead of this node's clock are "
+                 "refused (from peers and from the state file)")
+      ->check(CLI::Range(1.0, 86400.0));
   app.add_option("--state-file", cfg.state_file,
                  "Persist the worker registry here (msgpack) and restore it at start-up");
   app.add_option("--cluster-host", cfg.cluster_host,
@@ -367,6 +380,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   cfg.cluster_heartbeat = secs(cluster_heartbeat);
   cfg.cluster_timeout = secs(cluster_timeout);
   cfg.cluster_gossip = secs(cluster_gossip);
+  cfg.cluster_ack_timeout = secs(cluster_ack_timeout);
+  cfg.cluster_clock_skew = secs(cluster_clock_skew);
   if (cfg.cluster_timeout <= cfg.cluster_heartbeat) {
     std::cerr << "troupe: --cluster-timeout-secs must be longer than --cluster-heartbeat-secs\n";
     exit_code = 2;

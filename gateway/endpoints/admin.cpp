@@ -202,6 +202,16 @@ void cluster_members(http_context& ctx) {
             {"registry_digest", hex(fleet->digest)},
             {"members", std::move(members)},
             {"counts", counts}};
+  auto conflicts = json::array();
+  for (auto& c : status->name_conflicts) {
+    conflicts.push_back({{"name", c.name},
+                         {"member_address", c.member_address},
+                         {"refused_address", c.refused_address},
+                         {"since_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          c.since.time_since_epoch())
+                                          .count()}});
+  }
+  body["name_conflicts"] = std::move(conflicts);
   ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

@@ -48,6 +48,7 @@ struct fixture : io_base, test::actor_system_fixture {
               [seen](publish_atom, fleet_ptr& f) { seen->snapshots.push_back(f); },
               [seen](changes_atom, record_batch& rs) {
                 seen->changes.insert(seen->changes.end(), rs.begin(), rs.end());
+                return std::string{"test listener"};
               },
           };
         });
@@ -184,6 +185,31 @@ TEST_CASE_METHOD(fixture, "registries fed the same records in any order converge
   CHECK(sorted(urls(*b.view)) == sorted(urls(*a.view)));
 }
 
+TEST_CASE_METHOD(fixture, "one version with two contents: both registries keep the same one") {
+  auto a = registry("node-a");
+  auto b = registry("node-b");
+  auto one = record("w-1", "http://h:1", 100, "node-c");
+  auto other = one;
+  other.models = {"another-model"};
+  merge(a, {one});
+  merge(a, {other});
+  merge(b, {other});
+  merge(b, {one});
+  CHECK(records(a) == records(b));
+  CHECK(a.view->get()->digest == b.view->get()->digest);
+}
+
+TEST_CASE_METHOD(fixture, "a merge answers with the records it took") {
+  auto a = registry("node-a");
+  merge(a, {record("w-1", "http://h:1", 100, "node-b")});
+  auto taken = ask<record_batch>(a.registry, merge_atom_v,
+                                 record_batch{record("w-1", "http://h:1", 90, "node-b"),
+                                              record("w-2", "http://h:2", 95, "node-b")});
+  REQUIRE(taken);
+  REQUIRE(taken->size() == 1);
+  CHECK((*taken)[0].id == "w-2");
+}
+
 TEST_CASE_METHOD(fixture, "a removed worker registered again keeps its id and comes back") {
   auto a = registry("node-a");
   auto id = add(a, "http://h:1");
@@ -199,8 +225,15 @@ TEST_CASE_METHOD(fixture, "a removed worker registered again keeps its id and co
 namespace {
 
 protocol::worker_spec provider(std::string url, std::string key) {
-  return {std::move(url), protocol::worker_type::regular, {}, {}, protocol::provider_kind::openai,
-          std::move(key)};
+  return {std::move(url),
+          protocol::worker_type::regular,
+          {},
+          {},
+          protocol::provider_kind::openai,
+          std::move(key),
+          {},
+          {},
+          {}};
 }
 
 std::string add_spec(fixture& f, const fixture::node& n, protocol::worker_spec spec) {

@@ -95,7 +95,9 @@ TEST_CASE("every cluster message survives encode and decode") {
     CHECK(s.records[3] == provider);
   }
   SECTION("load report") {
-    load_report l{7, {{"w-1", 3}, {"w-2", 1}}, 0xdeadbeefcafef00dull, 12, 2, 1700000000555};
+    load_report l{
+        7,         {{"w-1", 3}, {"w-2", 1}}, 0xdeadbeefcafef00dull, 12, 2, 1700000000555, false,
+        {"node-z"}};
     auto back = decode_message(encode(envelope(l)), why);
     REQUIRE(back);
     auto& r = std::get<load_report>(back->body);
@@ -105,6 +107,8 @@ TEST_CASE("every cluster message survives encode and decode") {
     CHECK(r.registry_version == 12);
     CHECK(r.workers == 2);
     CHECK(r.shared_version == 1700000000555);
+    CHECK_FALSE(r.full);
+    CHECK(r.resend == std::vector<std::string>{"node-z"});
   }
   SECTION("bye") {
     auto back = decode_message(encode(envelope(cluster_bye{})), why);
@@ -461,4 +465,36 @@ TEST_CASE("nesting deeper than any message has is refused") {
   CHECK(why.find("not msgpack") == 0);
   auto m = envelope(cluster_bye{});
   CHECK(decode_message(encode(m), why)); // real messages nest a few levels
+}
+
+TEST_CASE("the digest covers the whole record but its secret") {
+  auto a = sample_record();
+  auto changed = [&](auto edit) {
+    auto b = a;
+    edit(b);
+    return record_hash(b) != record_hash(a);
+  };
+  CHECK(changed([](worker_record& r) { r.models.push_back("another-model"); }));
+  CHECK(changed([](worker_record& r) { r.spec.url += "/v2"; }));
+  CHECK(changed([](worker_record& r) { r.spec.type = worker_type::decode; }));
+  CHECK(changed([](worker_record& r) { r.spec.bootstrap_port = 9001; }));
+  CHECK(changed([](worker_record& r) { r.registered_ms += 1; }));
+  CHECK(changed([](worker_record& r) { r.stamp_ms += 1; }));
+  // A key only TLS links carry: nodes holding it and nodes not given it agree.
+  CHECK_FALSE(changed([](worker_record& r) { r.spec.api_key = "sk-other"; }));
+  CHECK_FALSE(changed([](worker_record& r) {
+    r.spec.api_key.clear();
+    r.key_withheld = true;
+  }));
+}
+
+TEST_CASE("one version with two contents: every node keeps the same one") {
+  auto a = sample_record();
+  auto b = a;
+  b.models = {"something-else"};
+  CHECK(supersedes(a, b) != supersedes(b, a));
+  auto c = a;
+  c.spec.api_key = "sk-only-here"; // the key is no difference
+  CHECK_FALSE(supersedes(a, c));
+  CHECK_FALSE(supersedes(c, a));
 }

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""What one proxied request costs a proxy, counted rather than timed, so the numbers hold on a
+loaded machine: instructions, heap allocations (calls of malloc/calloc/realloc) and system calls
+(epoll_wait: reactor passes) per request, for troupe and for nginx as a plain keep-alive reverse
+proxy in front of the same zero-latency troupe-sim, with the request of bench/proxy_bench.py.
+
+The proxy runs under `valgrind --tool=callgrind` (instructions, allocations) or is attached by
+`strace -c -f` (system calls). Counting starts after a warm-up (`callgrind_control -z`, or strace
+attaching then) and stops after a wrk run at fixed concurrency; the counts are divided by the
+requests wrk completed.
+
+Usage: bench/proxy_cost.py [--targets troupe nginx] [--tool callgrind strace] [--concurrency 16]
+                           [--duration 10] [--build build] [--troupe-bin PATH] [--log-level info]
+                           [--top 0] [--keep DIR]
+"""
+
+import argparse
+import collections
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxy_bench as pb  # noqa: E402
+
+ALLOC_FNS = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign"}
+
+
+def parse_callgrind(path, top):
+    """(total instructions, allocation calls, top functions by exclusive instructions) of a
+    callgrind output written with --compress-strings=no --compress-pos=no."""
+    total = 0
+    allocs = 0
+    self_cost = collections.Counter()
+    fn = None
+    in_call = False
+    call_target = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("fn="):
+                fn = line[3:].strip()
+                in_call = False
+            elif line.startswith("cfn="):
+                call_target = line[4:].strip()
+            elif line.startswith("calls="):
+                in_call = True
+                if call_target in ALLOC_FNS or call_target.split("'")[0] in ALLOC_FNS:
+                    allocs += int(line.split()[0][6:])
+            elif line.startswith("summary:") or line.startswith("totals:"):
+                total = max(total, int(line.split()[1]))
+            elif line[:1].isdigit() or line[:1] in "+-*":
+                if in_call:
+                    in_call = False  # the inclusive cost of the call: not this function's own
+                    continue
+                parts = line.split()
+                if len(parts) >= 2 and fn is not None:
+                    self_cost[fn] += int(parts[1])
+    return total, allocs, self_cost.most_common(top) if top else []
+
+
+def start_sim(build, port):
+    sim_bin = os.path.join(build, "apps", "troupe-sim", "troupe-sim")
+    p = subprocess.Popen(
+        [sim_bin, "--port", str(port), "--model-id", "bench-model", "--ttft-base-ms", "0",
+         "--prefill-us-per-token", "0", "--itl-ms", "0", "--output-tokens", "8",
+         "--request-log-size", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pb.wait_http(f"http://127.0.0.1:{port}/health")
+    return p
+
+
+def proxy_command(target, args, tmp, port, sim_port):
+    if target == "troupe":
+        return [args.troupe_bin, "--port", str(port), "--worker-urls",
+                f"http://127.0.0.1:{sim_port}", "--log-level", args.log_level,
+                "--prometheus-port", "0"]
+    for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        os.makedirs(os.path.join(tmp, d), exist_ok=True)
+    conf = pb.nginx_conf(tmp, port, sim_port)
+    # One process: the worker is the process valgrind and strace see.
+    conf = conf.replace("daemon off;", "daemon off;\nmaster_process off;")
+    path = os.path.join(tmp, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    return [shutil.which("nginx") or "/usr/sbin/nginx", "-c", path]
+
+
+def run_wrk_count(url, conc, duration, script):
+    cmd = ["wrk", "-t", "1", "-c", str(conc), "-d", f"{duration}s", "-s", script, url]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    if non2xx:
+        sys.exit(f"wrk saw {non2xx.group(1)} error responses:\n{out}")
+    return n
+
+
+def measure(target, tool, args, sim_port, script):
+    tmp = tempfile.mkdtemp(prefix=f"troupe-cost-{target}-")
+    port = pb.free_port()
+    cmd = proxy_command(target, args, tmp, port, sim_port)
+    log = open(os.path.join(tmp, "proxy.log"), "w")
+    if tool == "callgrind":
+        out = os.path.join(tmp, "cg.out")
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+               "--compress-strings=no", "--compress-pos=no"] + cmd
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        pb.wait_http(f"{url}/readiness" if target == "troupe" else f"{url}/health", timeout=60)
+        run_wrk_count(f"{url}/v1/chat/completions", args.concurrency, 2, script)  # warm-up
+        if tool == "callgrind":
+            subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
+                           capture_output=True)
+            n = run_wrk_count(f"{url}/v1/chat/completions", args.concurrency, args.duration,
+                              script)
+            subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
+                           capture_output=True)
+            dumps = sorted(glob.glob(out + "*"), key=os.path.getmtime)
+            total, allocs, top = parse_callgrind(dumps[-1], args.top)
+            if args.keep:
+                shutil.copy(dumps[-1], os.path.join(args.keep, f"{target}.callgrind"))
+            print(f"{target:<7} callgrind c={args.concurrency}: {n} requests, "
+                  f"{total / n:,.0f} instructions/request, {allocs / n:.1f} allocations/request",
+                  flush=True)
+            for name, ir in top:
+                print(f"    {ir / n:>9,.0f}  {name[:150]}")
+        else:
+            st = subprocess.Popen(["strace", "-c", "-f", "-p", str(proc.pid)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            time.sleep(1)
+            n = run_wrk_count(f"{url}/v1/chat/completions", args.concurrency, args.duration,
+                              script)
+            st.send_signal(signal.SIGINT)
+            _, err = st.communicate(timeout=30)
+            calls = {}
+            for line in err.splitlines():
+                m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
+                if m and m.group(2) != "total":
+                    calls[m.group(2)] = int(m.group(1))
+            total = sum(calls.values())
+            print(f"{target:<7} strace c={args.concurrency}: {n} requests, "
+                  f"{total / n:.1f} system calls/request: " +
+                  ", ".join(f"{k} {v / n:.2f}" for k, v in
+                            sorted(calls.items(), key=lambda kv: -kv[1]) if v / n >= 0.01),
+                  flush=True)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--targets", nargs="+", default=["troupe", "nginx"])
+    ap.add_argument("--tool", nargs="+", default=["callgrind", "strace"])
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--build", default=os.path.join(pb.ROOT, "build"))
+    ap.add_argument("--troupe-bin", help="default: BUILD/apps/troupe/troupe")
+    ap.add_argument("--log-level", default="info", help="troupe's --log-level")
+    ap.add_argument("--keep", help="copy the callgrind outputs (TARGET.callgrind) to this folder")
+    ap.add_argument("--top", type=int, default=0,
+                    help="also list the N functions with the most instructions of their own")
+    args = ap.parse_args()
+    args.troupe_bin = args.troupe_bin or os.path.join(args.build, "apps", "troupe", "troupe")
+    tmp = tempfile.mkdtemp(prefix="troupe-cost-")
+    sim_port = pb.free_port()
+    sim = start_sim(args.build, sim_port)
+    try:
+        script = os.path.join(tmp, "post.lua")
+        with open(script, "w") as f:
+            f.write(pb.WRK_LUA.format(body=pb.request_body("bench-model")))
+        for tool in args.tool:
+            for target in args.targets:
+                measure(target, tool, args, sim_port, script)
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        sim.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
