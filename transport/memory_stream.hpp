@@ -51,7 +51,8 @@ public:
           if (!in_) {
             return complete(std::move(h), net::error::bad_descriptor, 0);
           }
-          in_->reader = std::make_unique<read_op<MutableBuffers, decltype(h)>>(ex_, b, std::move(h));
+          in_->reader =
+              std::make_unique<read_op<MutableBuffers, decltype(h)>>(ex_, b, std::move(h));
           in_->serve();
         },
         handler, buffers);
@@ -176,12 +177,11 @@ private:
   memory_stream(executor_type ex, std::shared_ptr<pipe> in, std::shared_ptr<pipe> out)
       : ex_(std::move(ex)), in_(std::move(in)), out_(std::move(out)) {}
 
-  template <class Handler> static void complete_on(const executor_type& ex, Handler&& h,
-                                                   error_code ec, std::size_t n) {
+  template <class Handler>
+  static void complete_on(const executor_type& ex, Handler&& h, error_code ec, std::size_t n) {
     auto target = net::get_associated_executor(h, ex);
-    net::post(ex, net::bind_executor(target, [h = std::forward<Handler>(h), ec, n]() mutable {
-                h(ec, n);
-              }));
+    net::post(ex, net::bind_executor(
+                      target, [h = std::forward<Handler>(h), ec, n]() mutable { h(ec, n); }));
   }
 
   template <class Handler> void complete(Handler&& h, error_code ec, std::size_t n) {
