@@ -13,7 +13,6 @@
 #include <caf/behavior.hpp>
 #include <caf/detail/init_fun_factory.hpp>
 #include <caf/local_actor.hpp>
-
 #include <memory>
 #include <tuple>
 #include <utility>

@@ -1,5 +1,4 @@
 #include "actors/ask.hpp"
-
 #include "tests/fakes/actor_system.hpp"
 
 #include <caf/event_based_actor.hpp>
@@ -12,12 +11,10 @@
 
 TEST_CASE("ask brings back the answer of an actor spawned from a function without arguments") {
   troupe::test::actor_system_fixture fx;
-  auto with_self = fx.keep(fx.sys.spawn([](caf::event_based_actor*) -> caf::behavior {
-    return {[](int x) { return x + 1; }};
-  }));
-  auto without_self = fx.keep(fx.sys.spawn([]() -> caf::behavior {
-    return {[](const std::string& s) { return s + "!"; }};
-  }));
+  auto with_self = fx.keep(fx.sys.spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](int x) { return x + 1; }}; }));
+  auto without_self = fx.keep(fx.sys.spawn(
+      []() -> caf::behavior { return {[](const std::string& s) { return s + "!"; }}; }));
   auto one = fx.ask<int>(with_self, 41);
   REQUIRE(one);
   CHECK(*one == 42);
