@@ -117,6 +117,31 @@ std::size_t fleet_index::model_count() const noexcept {
   return models_->size() - (models_->count("") ? 1 : 0);
 }
 
+void fleet_index::edit_group(model_map& map, const std::string& model, std::size_t slot,
+                             std::size_t provider, const worker_entry& w, bool add) {
+  auto& groups = map[model];
+  auto g = groups[slot] ? std::make_shared<candidate_group>(*groups[slot])
+                        : std::make_shared<candidate_group>();
+  auto& list = g->by_provider[provider];
+  if (add) {
+    list.insert(std::upper_bound(list.begin(), list.end(), &w,
+                                 [](auto* a, auto* b) { return a->seq < b->seq; }),
+                &w);
+  } else {
+    list.erase(std::remove(list.begin(), list.end(), &w), list.end());
+  }
+  g->providers = 0;
+  for (std::size_t p = 0; p < g->by_provider.size(); ++p) {
+    if (!g->by_provider[p].empty()) {
+      g->providers |= 1u << p;
+    }
+  }
+  groups[slot] = g->providers ? group_ptr{std::move(g)} : nullptr;
+  if (!groups[0] && !groups[1] && !groups[2]) {
+    map.erase(model);
+  }
+}
+
 fleet_index fleet_index::edit(const worker_entry& w, bool add) const {
   if (w.models.empty()) {
     return *this; // serves nothing yet: in no group
@@ -124,29 +149,7 @@ fleet_index fleet_index::edit(const worker_entry& w, bool add) const {
   auto next = std::make_shared<model_map>(*models_); // the groups are shared, not copied
   auto slot = role_slot(w.spec.type);
   auto provider = static_cast<std::size_t>(w.spec.provider);
-  auto touch = [&](const std::string& model) {
-    auto& groups = (*next)[model];
-    auto g = groups[slot] ? std::make_shared<candidate_group>(*groups[slot])
-                          : std::make_shared<candidate_group>();
-    auto& list = g->by_provider[provider];
-    if (add) {
-      list.insert(std::upper_bound(list.begin(), list.end(), &w,
-                                   [](auto* a, auto* b) { return a->seq < b->seq; }),
-                  &w);
-    } else {
-      list.erase(std::remove(list.begin(), list.end(), &w), list.end());
-    }
-    g->providers = 0;
-    for (std::size_t p = 0; p < g->by_provider.size(); ++p) {
-      if (!g->by_provider[p].empty()) {
-        g->providers |= 1u << p;
-      }
-    }
-    groups[slot] = g->providers ? group_ptr{std::move(g)} : nullptr;
-    if (!groups[0] && !groups[1] && !groups[2]) {
-      next->erase(model);
-    }
-  };
+  auto touch = [&](const std::string& model) { edit_group(*next, model, slot, provider, w, add); };
   touch("");
   for (std::size_t i = 0; i < w.models.size(); ++i) {
     // A model listed twice is in its group once.
@@ -223,27 +226,7 @@ fleet_index fleet_index::replaced(const worker_entry& old, const worker_entry& n
   // Edit per model without the any-model group, which holds `next` already.
   auto edit_models = [&](const worker_entry& w, const worker_entry& as, bool add) {
     for (auto& m : w.models) {
-      auto& groups = (*map)[m];
-      auto g = groups[slot] ? std::make_shared<candidate_group>(*groups[slot])
-                            : std::make_shared<candidate_group>();
-      auto& list = g->by_provider[provider];
-      if (add) {
-        list.insert(std::upper_bound(list.begin(), list.end(), &as,
-                                     [](auto* a, auto* b) { return a->seq < b->seq; }),
-                    &as);
-      } else {
-        list.erase(std::remove(list.begin(), list.end(), &as), list.end());
-      }
-      g->providers = 0;
-      for (std::size_t p = 0; p < g->by_provider.size(); ++p) {
-        if (!g->by_provider[p].empty()) {
-          g->providers |= 1u << p;
-        }
-      }
-      groups[slot] = g->providers ? group_ptr{std::move(g)} : nullptr;
-      if (!groups[0] && !groups[1] && !groups[2]) {
-        map->erase(m);
-      }
+      edit_group(*map, m, slot, provider, as, add);
     }
   };
   edit_models(gone, old, false);

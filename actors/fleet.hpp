@@ -128,6 +128,12 @@ private:
 
   fleet_index edit(const worker_entry& w, bool add) const;
 
+  /// Adds `w` to (or removes it from) the group of `model`, role slot `slot`, provider
+  /// `provider` in `map`: the group is copied, not changed in place (snapshots share it);
+  /// an empty group, and a model left with none, are dropped.
+  static void edit_group(model_map& map, const std::string& model, std::size_t slot,
+                         std::size_t provider, const worker_entry& w, bool add);
+
   std::shared_ptr<const model_map> models_ = std::make_shared<const model_map>();
 };
 
