@@ -76,7 +76,7 @@ struct body_writer {
   packer& pk;
 
   std::string_view operator()(const cluster_hello& h) {
-    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0));
+    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.again ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
@@ -89,6 +89,10 @@ struct body_writer {
     }
     if (h.deltas) {
       put(pk, "deltas");
+      pk.pack_true();
+    }
+    if (h.again) {
+      put(pk, "again");
       pk.pack_true();
     }
     return "hello";
@@ -373,6 +377,7 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("peers", h.peers);
     in.get("acks", h.acks);
     in.get("deltas", h.deltas);
+    in.get("again", h.again);
     m.body = std::move(h);
     return in.ok();
   }

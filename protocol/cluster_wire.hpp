@@ -67,6 +67,11 @@ struct cluster_hello {
   /// peer's confirmation before it answers a registration. False from older senders.
   bool acks = false;
   bool deltas = false; ///< The sender reads load deltas (`load_report::full` false).
+  /// The sender asks for the receiver's hello even if the receiver counts this link as verified
+  /// already: the sender dialed the receiver and has not heard its hello, or lost the link while
+  /// the receiver kept its own. A receiver that has this link as the sender's verified one
+  /// greets it again (hello, whole load report, whole registry). Older receivers ignore it.
+  bool again = false;
 };
 
 /// Registry records: the sender's whole state (`full`, on a new link or when digests differ),
