@@ -20,7 +20,7 @@ from harness import ProcessTestCase, delete, get, post, wait_until
 CHAT = {"model": "sim-model", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}
 NAMES = ("node-a", "node-b", "node-c")
 # Longer than the cluster timeout (1.5 s) plus a heartbeat: the others declare the node down.
-STALL = float(os.environ.get("REJOIN_STALL", "3.0"))
+STALL = 3.0
 # From SIGCONT to a cluster that works again everywhere: a redial's backoff (up to 5 s) and the
 # passive side's wait for the pair's dialer (backoff + connect timeout, 8 s) at most, with
 # margin for a loaded machine.
@@ -95,7 +95,7 @@ class RejoinTest(ProcessTestCase):
                            what=f"{origin.name}'s registration on {n.name}")
             wait_until(lambda: (self.worker(origin, sim.url) or {}).get("routable"), bound,
                        what=f"the worker routable on {origin.name}")
-            sim.configure(stall_ms=3000)
+            sim.configure(stall_ms=2000)
             t, result = self.chat_in_background(origin)
             wait_until(lambda: self.worker(target, sim.url)["load_by_node"].get(origin.name) == 1,
                        bound, what=f"{origin.name}'s load on {target.name}")
@@ -109,9 +109,11 @@ class RejoinTest(ProcessTestCase):
                 wait_until(lambda: self.worker(n, sim.url) is None, bound,
                            what=f"the removal on {n.name}")
 
-    def stall_and_rejoin(self, tls, seed_host="127.0.0.1"):
+    def stall_and_rejoin(self, tls, seed_host="127.0.0.1", rounds=2):
         self.start_cluster(tls, seed_host)
-        for away in self.nodes:
+        # Two of the three: between them each node both dials and waits for a peer (of a pair,
+        # the one whose address sorts first dials), so both sides of a pair are stopped.
+        for away in self.nodes[:rounds]:
             peers = [n for n in self.nodes if n is not away]
             os.kill(away.gw.proc.pid, signal.SIGSTOP)
             for n in peers:
@@ -139,7 +141,7 @@ class RejoinTest(ProcessTestCase):
     def test_two_connections_per_pair_and_a_stop_converge_again(self):
         # Seeds spelled "localhost" while nodes announce 127.0.0.1: both nodes of each pair
         # dial (neither knows the other's address as the other says it), two connections.
-        self.stall_and_rejoin(tls=False, seed_host="localhost")
+        self.stall_and_rejoin(tls=False, seed_host="localhost", rounds=1)
 
 
 if __name__ == "__main__":
