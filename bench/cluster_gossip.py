@@ -112,10 +112,10 @@ class Node:
     def cluster_address(self):
         return f"127.0.0.1:{self.cluster_port}"
 
-    def cluster_node(self):
-        actors = get_json(self.url + "/admin/actors")["actors"]
+    def cluster_node(self, timeout=5):
+        actors = get_json(self.url + "/admin/actors", timeout)["actors"]
         node = next(a for a in actors if a["kind"] == "cluster_node")
-        return get_json(self.url + f"/admin/actors/{node['id']}")["state"]
+        return get_json(self.url + f"/admin/actors/{node['id']}", timeout)["state"]
 
     def process_cpu(self):
         with open(f"/proc/{self.proc.pid}/stat") as f:
@@ -125,14 +125,16 @@ class Node:
     def load_age_buckets(self):
         """{upper bound: cumulative count} of troupe_cluster_load_age_seconds."""
         out = {}
-        for line in get_text(f"http://127.0.0.1:{self.prom_port}/metrics").splitlines():
+        # Sampled from a thread while the load generator's event loop holds the interpreter:
+        # a generous timeout (the window's length is taken per node, from its own samples).
+        for line in get_text(f"http://127.0.0.1:{self.prom_port}/metrics", 30).splitlines():
             m = re.match(r'troupe_cluster_load_age_seconds_bucket\{le="([^"]+)"\} (\S+)', line)
             if m:
                 out[float(m.group(1))] = float(m.group(2))
         return out
 
     def sample(self):
-        n = self.cluster_node()
+        n = self.cluster_node(30)
         return {"t": time.monotonic(), "node_cpu": n.get("cpu_seconds", 0.0),
                 "process_cpu": self.process_cpu(), "bytes_out": n["bytes_out"],
                 "bytes_in": n["bytes_in"], "messages_out": n["messages_out"],
