@@ -234,6 +234,14 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
         j["state"] = std::move(state);
         return j.dump();
       },
+      [self](prefix_atom) {
+        prefix_drain out;
+        self->state.strat->take_prefixes(out);
+        return out;
+      },
+      [self](prefix_atom, const protocol::prefix_update& update) {
+        self->state.strat->merge_prefixes(update);
+      },
   };
 }
 

@@ -3,6 +3,7 @@
 #include "actors/fleet.hpp"
 #include "actors/policies/policy_config.hpp"
 #include "actors/policies/selection.hpp"
+#include "actors/policies/shared_prefix_view.hpp"
 #include "actors/registry.hpp"
 
 #include <caf/actor_system.hpp>
@@ -21,7 +22,13 @@ using policy_actor = caf::typed_actor<
     /// A new fleet snapshot from the registry.
     caf::reacts_to<publish_atom, fleet_ptr>,
     /// The policy's state as JSON, for the admin endpoint.
-    caf::replies_to<inspect_atom>::with<std::string>>;
+    caf::replies_to<inspect_atom>::with<std::string>,
+    /// The shared prefix view (docs/cluster.md): what this node's picks recorded since the
+    /// last time, for the cluster node to send (empty, with no counts, for policies without a
+    /// view).
+    caf::replies_to<prefix_atom>::with<prefix_drain>,
+    /// Another node's picks, for the shared prefix view.
+    caf::reacts_to<prefix_atom, protocol::prefix_update>>;
 
 /// Spawns a policy using strategy `strategy_name` (see `strategy_names()`) for workers of
 /// `role`, tuned by `cfg`. Fails at start-up on an unknown name.
@@ -35,3 +42,6 @@ std::vector<std::string> strategy_names();
 std::vector<std::string> accepted_strategy_names();
 
 } // namespace troupe::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::prefix_drain)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::protocol::prefix_update)

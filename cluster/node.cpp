@@ -26,6 +26,7 @@ void tick(node_self self) {
   take_frame_refusals(self);
   report_load(self);
   expire_unconfirmed(self);
+  gossip_prefixes(self);
   auto changed = st.members.expire(steady_now(self), std::chrono::system_clock::now());
   for (auto& name : changed) {
     auto* m = st.members.find(name);
@@ -103,6 +104,8 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
   self->send(st.deps.registry, subscribe_atom_v,
              caf::actor_cast<actors::replication_listener>(self));
   publish_status(self);
+  st.prefix.asking.assign(st.deps.prefix_policies.size(), false);
+  st.prefix.views.assign(st.deps.prefix_policies.size(), {});
   if (st.cfg.networked) {
     self->send(self, tick_atom_v);
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/policy.hpp"
 #include "actors/registry.hpp"
 #include "cluster/refusals.hpp"
 #include "cluster/tls_files.hpp"
@@ -94,6 +95,10 @@ struct node_config {
   std::chrono::milliseconds max_version_ahead{60000};
   std::string state_file;                       ///< Empty: the registry is not persisted.
   std::chrono::milliseconds persist_delay{200}; ///< Writes are batched this long.
+  /// The shared prefix view's block size (told to peers in the hello); 0: no view.
+  std::uint32_t prefix_block_bytes = 0;
+  /// Bytes of prefix hashes sent per gossip tick, all policies together.
+  std::size_t prefix_max_bytes_per_tick = 256 * 1024;
 };
 
 /// What the node works with.
@@ -107,6 +112,8 @@ struct node_deps {
   /// thread and timeout, so one address that drops packets never delays the others), and
   /// `dialer` is not used.
   std::function<dialer_actor()> new_dialer;
+  /// The cache_aware policies whose shared prefix view the node carries (name = role).
+  std::vector<std::pair<std::string, actors::policy_actor>> prefix_policies;
 };
 
 /// A spawned node and the actor to publish on the cluster port.

@@ -65,6 +65,7 @@ void on_hello(node_self self, const std::string& from, const protocol::cluster_h
       m->cluster_address = h.cluster_address;
     }
   }
+  prefix_peer_hello(self, from, h);
   learn(self, h.cluster_address);
   for (auto& p : h.peers) {
     learn(self, p);
@@ -216,7 +217,7 @@ void refuse_duplicate(node_self self, const peer_actor& sender, protocol::cluste
 }
 
 /// A message of member `sender`.
-void deliver(node_self self, protocol::cluster_message& msg) {
+void deliver(node_self self, protocol::cluster_message& msg, std::size_t bytes) {
   auto& st = self->state;
   if (std::holds_alternative<protocol::cluster_bye>(msg.body)) {
     return member_down(self, msg.from, "left the cluster");
@@ -244,6 +245,8 @@ void deliver(node_self self, protocol::cluster_message& msg) {
           status_changed = true;
         } else if constexpr (std::is_same_v<T, protocol::cluster_ack>) {
           on_ack(self, msg.from, body);
+        } else if constexpr (std::is_same_v<T, protocol::prefix_update>) {
+          on_prefix_update(self, msg.from, body, bytes);
         }
       },
       msg.body);
@@ -312,7 +315,7 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
     }
     admit(self, msg->from, sender);
   }
-  deliver(self, *msg);
+  deliver(self, *msg, bytes.size());
 }
 
 void member_down(node_self self, const std::string& name, std::string reason) {

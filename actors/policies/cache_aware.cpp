@@ -1,9 +1,11 @@
 #include "actors/policies/cache_score.hpp"
 #include "actors/policies/prompt_text.hpp"
 #include "actors/policies/radix_tree.hpp"
+#include "actors/policies/shared_prefix_view.hpp"
 #include "actors/policies/strategy.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,17 +21,28 @@ namespace {
 /// worker holding the longest prefix of its prompt when that covers at least `cache_threshold`
 /// of it, else goes to the worker holding the least text (the most cache room); when the load
 /// is imbalanced it goes to the least loaded worker. Either way its prompt is remembered for
-/// the chosen worker.
+/// the chosen worker. In a cluster a shared prefix view (`shared_prefix_view.hpp`) adds, in
+/// both modes, what the other nodes sent each worker: a match is the longer of the tree's and
+/// the view's, and a worker's text the larger.
 class cache_aware final : public strategy {
 public:
   explicit cache_aware(const policy_config& cfg)
-      : cfg_(cfg), scored_(cfg.cache_aware_mode != "smg") {}
+      : cfg_(cfg), scored_(cfg.cache_aware_mode != "smg") {
+    if (cfg.prefix_block_bytes > 0) {
+      view_.emplace(shared_prefix_view::settings{cfg.prefix_block_bytes,
+                                                 cfg.prefix_max_blocks_per_worker,
+                                                 cfg.prefix_max_blocks, cfg.prefix_max_pending});
+    }
+  }
 
   std::string_view name() const noexcept override { return "cache_aware"; }
 
   std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
     auto text = prompt_text(sel.prompt, joined_);
     assign_tenants(cands);
+    if (view_ && !text.empty()) {
+      view_->hash(text);
+    }
     std::size_t k;
     if (scored_ && !text.empty()) {
       k = scored_pick(cands, text);
@@ -49,6 +62,10 @@ public:
         eligible_[t] = 1;
       }
       auto matched = tree_.match(text, eligible_, holders_);
+      if (view_) {
+        // The cluster's picks: what other nodes sent to these workers.
+        matched = view_->widen(matched, eligible_, holders_);
+      }
       for (auto t : tenants_) {
         eligible_[t] = 0;
       }
@@ -63,8 +80,29 @@ public:
     }
     if (!text.empty()) {
       tree_.insert(text, tenants_[k], cfg_.max_tree_size);
+      if (view_) {
+        view_->record(tenants_[k], cands[k]->id);
+      }
     }
     return k;
+  }
+
+  bool take_prefixes(prefix_drain& out) override {
+    if (!view_) {
+      return false;
+    }
+    view_->take(out);
+    return true;
+  }
+
+  void merge_prefixes(const protocol::prefix_update& update) override {
+    if (!view_) {
+      return;
+    }
+    view_->merge(update, [this](const std::string& id) -> const radix_tree::tenant* {
+      auto it = tenant_of_.find(id);
+      return it != tenant_of_.end() ? &it->second : nullptr;
+    });
   }
 
   void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
@@ -81,6 +119,9 @@ public:
       }
       // A worker that left takes its cache with it.
       tree_.remove(it->second);
+      if (view_) {
+        view_->remove(it->second, it->first);
+      }
       free_.push_back(it->second);
       it = tenant_of_.erase(it);
     }
@@ -98,22 +139,26 @@ public:
     for (auto& [id, t] : tenant_of_) {
       trees[id] = tree_.size(t);
     }
-    return {{"mode", scored_ ? "score" : "smg"},
-            {"load_weight", cfg_.cache_aware_load_weight},
-            {"mean_prompt_bytes", mean_prompt_},
-            {"cache_threshold", cfg_.cache_threshold},
-            {"balance_abs_threshold", cfg_.balance_abs_threshold},
-            {"balance_rel_threshold", cfg_.balance_rel_threshold},
-            {"max_tree_size", cfg_.max_tree_size},
-            {"eviction_interval_secs", cfg_.eviction_interval.count()},
-            {"tree_bytes", std::move(trees)},
-            {"tree_nodes", tree_.node_count()},
-            {"picks",
-             {{"cache_hit", cache_hits_},
-              {"most_room", cache_misses_},
-              {"imbalanced", imbalanced_},
-              {"no_prompt", no_prompt_},
-              {"spilled", spilled_}}}};
+    nlohmann::json j = {{"mode", scored_ ? "score" : "smg"},
+                        {"load_weight", cfg_.cache_aware_load_weight},
+                        {"mean_prompt_bytes", mean_prompt_},
+                        {"cache_threshold", cfg_.cache_threshold},
+                        {"balance_abs_threshold", cfg_.balance_abs_threshold},
+                        {"balance_rel_threshold", cfg_.balance_rel_threshold},
+                        {"max_tree_size", cfg_.max_tree_size},
+                        {"eviction_interval_secs", cfg_.eviction_interval.count()},
+                        {"tree_bytes", std::move(trees)},
+                        {"tree_nodes", tree_.node_count()},
+                        {"picks",
+                         {{"cache_hit", cache_hits_},
+                          {"most_room", cache_misses_},
+                          {"imbalanced", imbalanced_},
+                          {"no_prompt", no_prompt_},
+                          {"spilled", spilled_}}}};
+    if (view_) {
+      j["shared_view"] = view_->describe();
+    }
+    return j;
   }
 
 private:
@@ -123,6 +168,13 @@ private:
       eligible_[t] = 1;
     }
     tree_.match_each(text, eligible_, lengths_);
+    if (view_) {
+      // The cluster's picks: what other nodes sent to these workers, at block granularity.
+      view_->match_each(eligible_, view_lengths_);
+      for (auto t : tenants_) {
+        lengths_[t] = std::max(lengths_[t], view_lengths_[t]);
+      }
+    }
     for (auto t : tenants_) {
       eligible_[t] = 0;
     }
@@ -138,7 +190,7 @@ private:
         matched = 0;
       }
       longest = std::max(longest, matched);
-      scored_cands_.push_back({matched, cands[i]->live->load(), tree_.size(tenants_[i])});
+      scored_cands_.push_back({matched, cands[i]->live->load(), held(i)});
     }
     // The running mean prompt: what one request queued at a worker is taken to cost.
     const auto bytes = static_cast<double>(text.size());
@@ -218,10 +270,17 @@ private:
     return static_cast<std::size_t>(std::max(0, cands[i]->live->load()));
   }
 
+  /// Bytes of prompt text candidate `i` holds: per the tree (this node's prompts), or per the
+  /// shared view (the cluster's, at block granularity) when that knows more.
+  std::size_t held(std::size_t i) const {
+    auto t = tenants_[i];
+    return view_ ? std::max(tree_.size(t), view_->bytes(t)) : tree_.size(t);
+  }
+
   std::size_t least_loaded(const std::vector<const worker_entry*>& cands) const {
     return best(
         cands, [](std::size_t) { return true; }, [&](std::size_t i) { return load(cands, i); },
-        [&](std::size_t i) { return tree_.size(tenants_[i]); });
+        [&](std::size_t i) { return held(i); });
   }
 
   /// Of the candidates holding the longest match, the least loaded (smg takes any of them).
@@ -231,18 +290,22 @@ private:
     };
     return best(
         cands, holds, [&](std::size_t i) { return load(cands, i); },
-        [&](std::size_t i) { return tree_.size(tenants_[i]); });
+        [&](std::size_t i) { return held(i); });
   }
 
+  /// With a shared view, ties go by the prompt's rank of each worker rather than by load (which
+  /// nodes see at different moments): nodes that meet a new prefix together agree on it.
   std::size_t most_room(const std::vector<const worker_entry*>& cands) const {
     return best(
-        cands, [](std::size_t) { return true; },
-        [&](std::size_t i) { return tree_.size(tenants_[i]); },
-        [&](std::size_t i) { return load(cands, i); });
+        cands, [](std::size_t) { return true; }, [&](std::size_t i) { return held(i); },
+        [&](std::size_t i) {
+          return view_ ? view_->rank(cands[i]->id) : static_cast<std::uint64_t>(load(cands, i));
+        });
   }
 
   policy_config cfg_;
   radix_tree tree_;
+  std::optional<shared_prefix_view> view_; ///< In a cluster: what every node sent where.
   std::unordered_map<std::string, radix_tree::tenant> tenant_of_; ///< By worker id.
   /// By entry of the current fleet snapshot (no string hashing per pick).
   std::unordered_map<const worker_entry*, radix_tree::tenant> by_entry_;
@@ -254,6 +317,7 @@ private:
   bool scored_;                               ///< `score` mode, else smg's.
   double mean_prompt_ = 0;                    ///< Running mean of the prompt bytes picked for.
   std::vector<std::size_t> lengths_;          ///< Scratch: matched bytes, by tenant.
+  std::vector<std::size_t> view_lengths_;     ///< Scratch: the same per the shared view.
   std::vector<cache_candidate> scored_cands_; ///< Scratch: the score's view of the candidates.
   std::uint64_t spilled_ = 0;
   std::uint64_t cache_hits_ = 0;

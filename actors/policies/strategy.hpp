@@ -3,6 +3,7 @@
 #include "actors/fleet.hpp"
 #include "actors/policies/policy_config.hpp"
 #include "actors/policies/selection.hpp"
+#include "actors/policies/shared_prefix_view.hpp"
 
 #include <chrono>
 #include <functional>
@@ -37,6 +38,13 @@ public:
   /// A new fleet snapshot; the policy serves workers of `role`. Strategies with per-worker
   /// state drop that of the workers that left.
   virtual void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {}
+
+  /// The shared prefix view of a cluster (docs/cluster.md): moves what this node's picks
+  /// recorded since the last call into `out`. False when the strategy keeps no view.
+  virtual bool take_prefixes(prefix_drain& out) { return false; }
+
+  /// Merges what another node's picks recorded (strategies without a view ignore it).
+  virtual void merge_prefixes(const protocol::prefix_update& update) {}
 
   /// The strategy's own state for the admin endpoint (cursor, ...).
   virtual nlohmann::json describe() const = 0;
