@@ -19,7 +19,8 @@ std::uint64_t trim(protocol::prefix_update& u, std::size_t budget) {
   std::size_t used = protocol::encoded_size(protocol::prefix_update{u.block_bytes, {}});
   std::uint64_t dropped = 0;
   std::size_t kept = 0;
-  for (auto& w : u.workers) {
+  for (std::size_t i = 0; i < u.workers.size(); ++i) {
+    auto& w = u.workers[i];
     auto head = 16 + w.worker.size();
     if (used + head + 8 > budget) {
       dropped += w.hashes.size();
@@ -31,7 +32,10 @@ std::uint64_t trim(protocol::prefix_update& u, std::size_t budget) {
       w.hashes.resize(room);
     }
     used += head + 8 * w.hashes.size();
-    u.workers[kept++] = std::move(w);
+    if (kept != i) {
+      u.workers[kept] = std::move(w);
+    }
+    ++kept;
   }
   u.workers.resize(kept);
   return dropped;
@@ -55,9 +59,8 @@ void send_update(node_self self, std::size_t source, actors::prefix_drain& d) {
   auto& [role, policy] = st.deps.prefix_policies[source];
   auto& seen = px.views[source];
   if (st.deps.metrics) {
-    st.deps.metrics->set_cluster_prefix_view(role, d.stats.blocks,
-                                             d.stats.evicted - std::min(seen.evicted,
-                                                                        d.stats.evicted));
+    st.deps.metrics->set_cluster_prefix_view(
+        role, d.stats.blocks, d.stats.evicted - std::min(seen.evicted, d.stats.evicted));
     if (d.stats.dropped > seen.dropped) {
       st.deps.metrics->on_cluster_prefix_hashes("dropped", d.stats.dropped - seen.dropped);
     }
@@ -186,12 +189,9 @@ nlohmann::json prefix_gossip_status(const node_state& st) {
   auto views = nlohmann::json::object();
   for (std::size_t i = 0; i < st.deps.prefix_policies.size() && i < px.views.size(); ++i) {
     auto& v = px.views[i];
-    views[st.deps.prefix_policies[i].first] = {{"blocks", v.blocks},
-                                               {"distinct_blocks", v.distinct},
-                                               {"evicted", v.evicted},
-                                               {"merged", v.merged},
-                                               {"unknown_worker", v.unknown},
-                                               {"dropped", v.dropped}};
+    views[st.deps.prefix_policies[i].first] = {
+        {"blocks", v.blocks}, {"distinct_blocks", v.distinct}, {"evicted", v.evicted},
+        {"merged", v.merged}, {"unknown_worker", v.unknown},   {"dropped", v.dropped}};
   }
   auto peers = nlohmann::json::object();
   for (auto& [name, bb] : px.peer_block_bytes) {

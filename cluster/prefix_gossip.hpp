@@ -17,9 +17,11 @@ namespace troupe::cluster {
 
 struct prefix_gossip_state {
   std::map<std::string, std::uint32_t> peer_block_bytes; ///< What each member's hello said.
-  std::vector<bool> asking;                ///< By policy (`node_deps::prefix_policies`): a drain is on its way back.
-  std::vector<actors::prefix_view_stats> views; ///< By policy (`node_deps::prefix_policies`): its last counts.
-  std::size_t budget = 0;                  ///< Bytes left to send this tick.
+  std::vector<bool>
+      asking; ///< By policy (`node_deps::prefix_policies`): a drain is on its way back.
+  std::vector<actors::prefix_view_stats>
+      views;              ///< By policy (`node_deps::prefix_policies`): its last counts.
+  std::size_t budget = 0; ///< Bytes left to send this tick.
 
   // -- counters (inspect) --
   std::uint64_t updates_sent = 0;
@@ -28,7 +30,7 @@ struct prefix_gossip_state {
   std::uint64_t bytes_received = 0;
   std::uint64_t hashes_sent = 0;
   std::uint64_t hashes_received = 0;
-  std::uint64_t hashes_dropped = 0; ///< Over a tick's budget (here or in a policy).
+  std::uint64_t hashes_dropped = 0;     ///< Over a tick's budget (here or in a policy).
   std::uint64_t refused_block_size = 0; ///< Updates of another block size.
   std::uint64_t without_view = 0;       ///< Updates received while no policy keeps a view.
 };

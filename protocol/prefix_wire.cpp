@@ -90,7 +90,8 @@ bool read_prefix_update(const msgpack::object& body, prefix_update& out, std::st
       return false;
     }
     if (h && (h->type != msgpack::type::BIN || h->via.bin.size % 8 != 0)) {
-      why = "prefix update: the hashes of worker " + std::string(id->via.str.ptr, id->via.str.size) +
+      why = "prefix update: the hashes of worker " +
+            std::string(id->via.str.ptr, id->via.str.size) +
             " are not a binary string of 8-byte hashes";
       return false;
     }

@@ -16,14 +16,14 @@ namespace troupe::actors {
 
 /// Counts of a policy's shared prefix view, for metrics and /admin.
 struct prefix_view_stats {
-  std::size_t blocks = 0;       ///< Blocks held (a block two workers hold counts twice).
-  std::size_t distinct = 0;     ///< Distinct hashes held.
-  std::uint64_t evicted = 0;    ///< Blocks evicted by the limits, since start.
-  std::uint64_t merged = 0;     ///< Hashes merged from peers' updates, since start.
-  std::uint64_t unknown = 0;    ///< Hashes of peers' updates for workers this policy lacks.
-  std::uint64_t dropped = 0;    ///< Hashes of this node's picks that did not fit a tick.
-  std::uint64_t recorded = 0;   ///< Hashes of this node's picks handed to the cluster node.
-  std::size_t block_bytes = 0;  ///< The view's block size.
+  std::size_t blocks = 0;      ///< Blocks held (a block two workers hold counts twice).
+  std::size_t distinct = 0;    ///< Distinct hashes held.
+  std::uint64_t evicted = 0;   ///< Blocks evicted by the limits, since start.
+  std::uint64_t merged = 0;    ///< Hashes merged from peers' updates, since start.
+  std::uint64_t unknown = 0;   ///< Hashes of peers' updates for workers this policy lacks.
+  std::uint64_t dropped = 0;   ///< Hashes of this node's picks that did not fit a tick.
+  std::uint64_t recorded = 0;  ///< Hashes of this node's picks handed to the cluster node.
+  std::size_t block_bytes = 0; ///< The view's block size.
 };
 
 /// What the cluster node takes from a policy each gossip tick: the hashes its picks recorded

@@ -218,6 +218,8 @@ spawn_fake_policy(caf::actor_system& sys,
         },
         [](publish_atom, actors::fleet_ptr&) {},
         [](inspect_atom) { return std::string{"{}"}; },
+        [](prefix_atom) { return actors::prefix_drain{}; },
+        [](prefix_atom, const protocol::prefix_update&) {},
     };
   });
 }

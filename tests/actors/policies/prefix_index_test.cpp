@@ -1,6 +1,5 @@
-#include "actors/policies/prefix_index.hpp"
-
 #include "actors/policies/prefix_blocks.hpp"
+#include "actors/policies/prefix_index.hpp"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,6 +1,5 @@
-#include "actors/policies/shared_prefix_view.hpp"
-
 #include "actors/policies/prefix_blocks.hpp"
+#include "actors/policies/shared_prefix_view.hpp"
 #include "actors/policies/strategy.hpp"
 #include "tests/fakes/fake_fleet.hpp"
 
