@@ -97,7 +97,7 @@ class Procs:
         for u in urls:
             wait_until(lambda: routable(u) == len(sims), 30, f"{u} to route to every worker")
             if n > 1:
-                wait_until(lambda: get_json(u + "/admin/cluster")["counts"]["up"] == n, 30,
+                wait_until(lambda: get_json(u + "/admin/cluster")["counts"]["up"] == n, 90,
                            f"{u} to see {n} members up")
         return urls
 

@@ -288,6 +288,14 @@ private:
     auto holds = [&](std::size_t i) {
       return std::find(holders_.begin(), holders_.end(), tenants_[i]) != holders_.end();
     };
+    if (view_) {
+      // Nodes see loads at different moments: by load, each would spread a prefix two workers
+      // hold (two nodes placed it at once) over both, keeping both copies hot. By rank, every
+      // node prefers the same holder and the other copy ages out of its cache.
+      return best(
+          cands, holds, [&](std::size_t i) { return view_->rank(cands[i]->id); },
+          [&](std::size_t i) { return load(cands, i); });
+    }
     return best(
         cands, holds, [&](std::size_t i) { return load(cands, i); },
         [&](std::size_t i) { return held(i); });
