@@ -66,6 +66,9 @@ struct fixture : test::actor_system_fixture {
     registry = actors::make_registry(sys, ioc, fleet, {}, actors::worker_proxy_config{}, {}, "a");
     actors::policy_config cfg;
     cfg.prefix_block_bytes = 16;
+    for (auto& w : workers.entries) {
+      w->models = {"m"}; // a worker serving nothing is never picked
+    }
     policy = keep(actors::make_policy(sys, "cache_aware", protocol::worker_type::regular, cfg));
     caf::anon_send(policy, publish_atom_v,
                    actors::fleet_ptr{std::make_shared<actors::fleet_snapshot>(workers.snapshot())});
@@ -233,7 +236,7 @@ TEST_CASE_METHOD(fixture, "a tick sends at most its byte budget; what does not f
   start(1024);
   auto b = member("b", 16);
   for (char x = 'a'; x < 'a' + 6; ++x) {
-    pick("[{\"role\":\"user\",\"content\":\"" + std::string(300, x) + "\"}]");
+    pick(std::string(600, x)); // 37 blocks, no block shared with another prompt
   }
   tick();
   REQUIRE(b.got->raw.size() >= 2);
@@ -242,5 +245,5 @@ TEST_CASE_METHOD(fixture, "a tick sends at most its byte budget; what does not f
   auto st = prefix_status();
   CHECK(st["hashes_dropped"].get<std::uint64_t>() > 0);
   CHECK(st["hashes_sent"].get<std::uint64_t>() + st["hashes_dropped"].get<std::uint64_t>() ==
-        6 * chain_of("[{\"role\":\"user\",\"content\":\"" + std::string(300, 'a') + "\"}]").size());
+        6 * chain_of(std::string(600, 'a')).size());
 }

@@ -26,7 +26,7 @@ void hold(prefix_index& ix, prefix_index::tenant t, const std::vector<std::uint6
 TEST_CASE("prefix blocks: a hash covers its block and every block before it") {
   auto a = chain("abcdefghij"); // two whole blocks, "ij" left out
   auto b = chain("abcdefgXij");
-  auto c = chain("abcdXfghij");
+  auto c = chain("abXdefghij");
   REQUIRE(a.size() == 2);
   CHECK(a[0] == b[0]);
   CHECK(a[1] != b[1]);
@@ -43,15 +43,17 @@ TEST_CASE("prefix blocks: a hash covers its block and every block before it") {
 
 TEST_CASE("prefix index: each tenant's matched blocks are counted from the chain's start") {
   prefix_index ix{{}};
-  auto p = chain("system-prompt-ABCD-user-1"); // 6 blocks
-  auto q = chain("system-prompt-ABCD-user-2");
+  auto p = chain("system-prompt-ABCD-user-1");    // 6 blocks, "1" left out
+  auto q = chain("system-prompt-ABCD-user-2xyz"); // p's 6 blocks, then "2xyz"
   hold(ix, 0, p);
   hold(ix, 1, chain("system-prompt-"));
   std::vector<char> eligible{1, 1, 1};
   std::vector<std::size_t> blocks;
-  CHECK(ix.match_each(q, eligible, blocks) == 5); // "...user-" is shared, "2" is not a block
-  CHECK(blocks == std::vector<std::size_t>{5, 3, 0});
+  hold(ix, 2, chain("system-prompt-ABCD-user-1xyz")); // p's 6 blocks, then "1xyz"
+  CHECK(ix.match_each(q, eligible, blocks) == 6);     // up to "...user-": the 7th blocks differ
+  CHECK(blocks == std::vector<std::size_t>{6, 3, 6});
   eligible[0] = 0;
+  eligible[2] = 0;
   CHECK(ix.match_each(q, eligible, blocks) == 3);
   CHECK(blocks == std::vector<std::size_t>{0, 3, 0});
   // A tenant holding a later block but not an earlier one matches only up to the gap.
