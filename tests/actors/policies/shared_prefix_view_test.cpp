@@ -15,11 +15,18 @@ using troupe::test::fake_fleet;
 
 namespace {
 
-policy_config shared(std::size_t block = 16, std::size_t pending = 32768) {
+policy_config shared(std::size_t block = 16, std::size_t pending = 32768,
+                     std::string mode = "score") {
   policy_config cfg;
   cfg.prefix_block_bytes = block;
   cfg.prefix_max_pending = pending;
+  cfg.cache_aware_mode = std::move(mode);
   return cfg;
+}
+
+/// cache_aware's two modes: the view feeds both.
+std::string any_mode() {
+  return GENERATE(as<std::string>{}, "score", "smg");
 }
 
 /// One gateway node's cache_aware strategy over `fleet`.
@@ -57,9 +64,11 @@ std::uint64_t hashes(const prefix_drain& d) {
 } // namespace
 
 TEST_CASE("shared view: a node follows the worker another node sent the prefix to") {
+  auto mode = any_mode();
+  INFO("mode " << mode);
   fake_fleet f{3};
-  auto a = node(f);
-  auto b = node(f);
+  auto a = node(f, shared(16, 32768, mode));
+  auto b = node(f, shared(16, 32768, mode));
   auto chosen = pick(*a, f, system_prompt('A') + ",user one]");
   auto d = drain(*a);
   REQUIRE(d.update.workers.size() == 1);
@@ -85,7 +94,7 @@ TEST_CASE("shared view: a node follows the worker another node sent the prefix t
     CHECK(b->describe()["picks"]["most_room"] == 1);
   }
   SECTION("another block size never matches") {
-    auto c = node(f, shared(32));
+    auto c = node(f, shared(32, 32768, mode));
     c->merge_prefixes(d.update); // the cluster node refuses these; the chain would not match
     pick(*c, f, system_prompt('A') + ",user two]");
     CHECK(c->describe()["picks"]["cache_hit"] == 0);
@@ -151,12 +160,16 @@ TEST_CASE("shared view: three nodes taking turns place each system prompt as one
   // 8 system prompts, 4 workers, requests spread round robin over 3 nodes; the nodes exchange
   // what they recorded every 4 requests (a gossip tick), so each often meets a prefix it has
   // only heard of, and sometimes one nobody told it of yet.
+  auto mode = any_mode();
+  INFO("mode " << mode);
   fake_fleet f{4};
   std::vector<std::unique_ptr<strategy>> nodes;
   for (int i = 0; i < 3; ++i) {
-    nodes.push_back(node(f));
+    nodes.push_back(node(f, shared(16, 32768, mode)));
   }
-  auto one = node(f, policy_config{}); // a single node, no view
+  policy_config alone; // a single node, no view
+  alone.cache_aware_mode = mode;
+  auto one = node(f, alone);
   std::map<char, std::set<std::string>> cluster_placed, single_placed;
   int n = 0;
   for (int round = 0; round < 6; ++round) {
