@@ -23,6 +23,8 @@ struct policy_state {
   std::uint64_t refused = 0;                   ///< Selections that found no worker they may use.
   std::vector<const worker_entry*> candidates; ///< Scratch, reused across selections.
   std::vector<std::size_t> positions;          ///< Fleet index of each candidate.
+  prefix_sink fresh_sink;                      ///< Told when picks placed new prefix blocks.
+  bool fresh_told = false;                     ///< Told since the last take.
 };
 
 using self_ptr = policy_actor::stateful_pointer<policy_state>;
@@ -136,6 +138,12 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
       ++st.refused;
       return make_caf_error(protocol::error_code::no_worker_available, st.strat->refusal());
     }
+    if (st.fresh_sink && !st.fresh_told && st.strat->prefixes_fresh()) {
+      // A prefix placed where the other nodes do not know it: they should hear of it before
+      // they route its next request (docs/cluster.md, "Shared prefix view").
+      st.fresh_told = true;
+      self->send(st.fresh_sink, prefix_atom_v);
+    }
   }
   ++st.picks;
   return workers[st.positions[k]];
@@ -234,14 +242,16 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
         j["state"] = std::move(state);
         return j.dump();
       },
-      [self](prefix_atom) {
+      [self](prefix_atom, bool fresh_only) {
         prefix_drain out;
-        self->state.strat->take_prefixes(out);
+        self->state.strat->take_prefixes(out, fresh_only);
+        self->state.fresh_told = false;
         return out;
       },
       [self](prefix_atom, const protocol::prefix_update& update) {
         self->state.strat->merge_prefixes(update);
       },
+      [self](prefix_atom, prefix_sink& sink) { self->state.fresh_sink = std::move(sink); },
   };
 }
 

@@ -14,6 +14,11 @@
 
 namespace troupe::actors {
 
+/// Where a policy keeping a shared prefix view says that its picks placed blocks new to their
+/// worker: the cluster node, which takes them at once rather than at its next gossip tick.
+/// Said once until the next take.
+using prefix_sink = caf::typed_actor<caf::reacts_to<prefix_atom>>;
+
 /// Selection state for one role (regular, prefill or decode): the strategy (round robin
 /// cursor, ...) and the fleet snapshot it picks from.
 using policy_actor = caf::typed_actor<
@@ -25,10 +30,12 @@ using policy_actor = caf::typed_actor<
     caf::replies_to<inspect_atom>::with<std::string>,
     /// The shared prefix view (docs/cluster.md): what this node's picks recorded since the
     /// last time, for the cluster node to send (empty, with no counts, for policies without a
-    /// view).
-    caf::replies_to<prefix_atom>::with<prefix_drain>,
+    /// view). With `true`, only the blocks new to their worker (the rest waits for a tick).
+    caf::replies_to<prefix_atom, bool>::with<prefix_drain>,
     /// Another node's picks, for the shared prefix view.
-    caf::reacts_to<prefix_atom, protocol::prefix_update>>;
+    caf::reacts_to<prefix_atom, protocol::prefix_update>,
+    /// Who to tell when picks placed new blocks (the cluster node, once at start).
+    caf::reacts_to<prefix_atom, prefix_sink>>;
 
 /// Spawns a policy using strategy `strategy_name` (see `strategy_names()`) for workers of
 /// `role`, tuned by `cfg`. Fails at start-up on an unknown name.

@@ -104,14 +104,13 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
   self->send(st.deps.registry, subscribe_atom_v,
              caf::actor_cast<actors::replication_listener>(self));
   publish_status(self);
-  st.prefix.asking.assign(st.deps.prefix_policies.size(), false);
-  st.prefix.views.assign(st.deps.prefix_policies.size(), {});
+  start_prefix_gossip(self);
   if (st.cfg.networked) {
     self->send(self, tick_atom_v);
   }
-  // Nothing outside this process can reach this actor (it is never published, nor named in a
-  // message: it speaks to peers as its endpoint): what the handlers below receive comes from
-  // this node.
+  // Nothing outside this process can reach this actor (it is never published, and named only
+  // in messages to this node's policies: it speaks to peers as its endpoint): what the
+  // handlers below receive comes from this node.
   return {
       [self](gossip_atom, peer_actor& sender, std::string& bytes) {
         on_gossip(self, sender, bytes);
@@ -136,6 +135,7 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
         return confirm_write(self, records);
       },
       [self](tick_atom) { tick(self); },
+      [self](prefix_atom) { on_fresh_prefixes(self); },
       [self](persist_atom) {
         save(self, [self](bool) {
           self->state.persist_pending = false;

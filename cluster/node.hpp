@@ -56,6 +56,8 @@ using node_actor = caf::typed_actor<
     caf::replies_to<changes_atom, actors::record_batch>::with<std::string>,
     /// Time to report load, expire silent members and redial (sent to itself).
     caf::reacts_to<tick_atom>,
+    /// A policy's picks placed new prefix blocks (`actors::prefix_sink`): sent on at once.
+    caf::reacts_to<prefix_atom>,
     /// Time to write the state file (sent to itself).
     caf::reacts_to<persist_atom>,
     /// Leave the cluster: say goodbye to the peers, save the state file, stop.

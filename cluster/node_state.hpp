@@ -169,8 +169,14 @@ void send_encoded(node_self self, const peer_actor& to, std::string bytes);
 
 // -- prefix_gossip.cpp --
 
+/// Sets up the shared prefix view's state and makes this node the policies' prefix sink.
+void start_prefix_gossip(node_self self);
+
 /// Takes the policies' recorded prefix hashes and sends them to the members keeping a view.
 void gossip_prefixes(node_self self);
+
+/// A policy (the current sender) placed new prefix blocks: take and send them now.
+void on_fresh_prefixes(node_self self);
 
 /// A member's hello: whether (and with which block size) it keeps a shared prefix view.
 void prefix_peer_hello(node_self self, const std::string& from, const protocol::cluster_hello& h);

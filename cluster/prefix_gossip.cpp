@@ -2,8 +2,11 @@
 // tick the node drains the hashes its cache_aware policies' picks recorded and sends them, as
 // one `prefix` message per policy within the tick's byte budget, to the members whose hello
 // named the same block size (older nodes, and nodes without a view, get none); what members
-// send goes to every policy keeping a view, which merges it for the workers it serves. Only
-// hashes travel; no prompt text leaves the node.
+// send goes to every policy keeping a view, which merges it for the workers it serves. A pick
+// that placed blocks new to their worker is not left for the tick: the policy says so and the
+// node takes and sends those blocks at once (from the same budget), so that another node
+// routing the prefix a moment later finds it. Only hashes travel; no prompt text leaves the
+// node.
 
 #include "cluster/node_state.hpp"
 
@@ -39,6 +42,11 @@ std::uint64_t trim(protocol::prefix_update& u, std::size_t budget) {
   }
   u.workers.resize(kept);
   return dropped;
+}
+
+/// Below this many bytes left of a tick's budget, fresh blocks wait for the next tick.
+std::size_t fresh_min_budget(const node_state& st) {
+  return std::min<std::size_t>(1024, st.cfg.prefix_max_bytes_per_tick / 4);
 }
 
 /// The linked members that keep a view of this node's block size.
@@ -106,28 +114,67 @@ void send_update(node_self self, std::size_t source, actors::prefix_drain& d) {
   }
 }
 
+/// Asks policy `i` for what its picks recorded (with `fresh_only`, only the blocks new to
+/// their worker) and sends it on. One ask per policy at a time.
+void drain(node_self self, std::size_t i, bool fresh_only) {
+  auto& px = self->state.prefix;
+  px.asking[i] = true;
+  self->request(self->state.deps.prefix_policies[i].second, caf::infinite, prefix_atom_v,
+                fresh_only)
+      .then(
+          [self, i](actors::prefix_drain& d) {
+            self->state.prefix.asking[i] = false;
+            if (!self->state.stopping) {
+              send_update(self, i, d);
+            }
+          },
+          [self, i](caf::error&) {
+            self->state.prefix.asking[i] = false; // the policy is gone: shutting down
+          });
+}
+
 } // namespace
+
+void start_prefix_gossip(node_self self) {
+  auto& st = self->state;
+  st.prefix.asking.assign(st.deps.prefix_policies.size(), false);
+  st.prefix.views.assign(st.deps.prefix_policies.size(), {});
+  st.prefix.budget = st.cfg.prefix_max_bytes_per_tick;
+  for (auto& [role, policy] : st.deps.prefix_policies) {
+    self->send(policy, prefix_atom_v, caf::actor_cast<actors::prefix_sink>(self));
+  }
+}
 
 void gossip_prefixes(node_self self) {
   auto& st = self->state;
   auto& px = st.prefix;
   px.budget = st.cfg.prefix_max_bytes_per_tick;
   for (std::size_t i = 0; i < st.deps.prefix_policies.size(); ++i) {
-    if (px.asking[i]) {
-      continue; // the last drain is not back yet (a busy policy): one at a time
+    if (!px.asking[i]) { // else the last drain is not back yet (a busy policy)
+      drain(self, i, false);
     }
-    px.asking[i] = true;
-    self->request(st.deps.prefix_policies[i].second, caf::infinite, prefix_atom_v)
-        .then(
-            [self, i](actors::prefix_drain& d) {
-              self->state.prefix.asking[i] = false;
-              if (!self->state.stopping) {
-                send_update(self, i, d);
-              }
-            },
-            [self, i](caf::error&) {
-              self->state.prefix.asking[i] = false; // the policy is gone: shutting down
-            });
+  }
+}
+
+void on_fresh_prefixes(node_self self) {
+  auto& st = self->state;
+  auto& px = st.prefix;
+  auto sender = self->current_sender();
+  auto& policies = st.deps.prefix_policies;
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    if (caf::actor_cast<caf::strong_actor_ptr>(policies[i].second) != sender) {
+      continue;
+    }
+    // A drain on its way takes these too; with this tick's budget spent, or nobody to tell,
+    // the next tick takes them.
+    if (px.asking[i] || st.stopping || px.budget < fresh_min_budget(st) ||
+        prefix_peers(st).empty()) {
+      ++px.fresh_deferred;
+      return;
+    }
+    ++px.fresh_drains;
+    drain(self, i, true);
+    return;
   }
 }
 
@@ -206,6 +253,8 @@ nlohmann::json prefix_gossip_status(const node_state& st) {
           {"hashes_sent", px.hashes_sent},
           {"hashes_received", px.hashes_received},
           {"hashes_dropped", px.hashes_dropped},
+          {"fresh_drains", px.fresh_drains},
+          {"fresh_deferred", px.fresh_deferred},
           {"refused_block_size", px.refused_block_size},
           {"without_view", px.without_view},
           {"members", std::move(peers)},

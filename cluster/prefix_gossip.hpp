@@ -1,10 +1,11 @@
 #pragma once
 
 // The cluster node's part in the shared prefix view (docs/cluster.md, "Shared prefix view"):
-// every gossip tick it takes from each cache_aware policy the block hashes its picks recorded,
-// sends them (within the tick's byte budget) to the members that keep a view of the same block
-// size, and hands what members send to the policies. State and counters here; the functions
-// work on the node (cluster/node_state.hpp). Internal to cluster/.
+// every gossip tick (and at once when a pick placed new blocks) it takes from each cache_aware
+// policy the block hashes its picks recorded, sends them (within the tick's byte budget) to the
+// members that keep a view of the same block size, and hands what members send to the policies.
+// State and counters here; the functions work on the node (cluster/node_state.hpp). Internal to
+// cluster/.
 
 #include "actors/policy.hpp"
 
@@ -31,6 +32,8 @@ struct prefix_gossip_state {
   std::uint64_t hashes_sent = 0;
   std::uint64_t hashes_received = 0;
   std::uint64_t hashes_dropped = 0;     ///< Over a tick's budget (here or in a policy).
+  std::uint64_t fresh_drains = 0;       ///< Placements taken and sent at once.
+  std::uint64_t fresh_deferred = 0;     ///< Placements left for the tick (budget, no peer).
   std::uint64_t refused_block_size = 0; ///< Updates of another block size.
   std::uint64_t without_view = 0;       ///< Updates received while no policy keeps a view.
 };

@@ -87,13 +87,15 @@ public:
     return k;
   }
 
-  bool take_prefixes(prefix_drain& out) override {
+  bool take_prefixes(prefix_drain& out, bool fresh_only) override {
     if (!view_) {
       return false;
     }
-    view_->take(out);
+    view_->take(out, fresh_only);
     return true;
   }
+
+  bool prefixes_fresh() const override { return view_ && view_->has_fresh(); }
 
   void merge_prefixes(const protocol::prefix_update& update) override {
     if (!view_) {
@@ -195,7 +197,9 @@ private:
     // The running mean prompt: what one request queued at a worker is taken to cost.
     const auto bytes = static_cast<double>(text.size());
     mean_prompt_ = mean_prompt_ == 0 ? bytes : mean_prompt_ + (bytes - mean_prompt_) / 64;
-    auto k = best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
+    auto k = view_ && longest == 0
+                 ? first_sight(cands)
+                 : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
     const auto matched = scored_cands_[k].matched;
     if (matched == 0) {
       ++cache_misses_;
@@ -206,6 +210,22 @@ private:
       ++spilled_; // affinity given up for a shorter queue: the prefix gains a holder
     }
     return k;
+  }
+
+  /// `score` mode with a shared view, for a prompt no candidate holds enough of: the worker
+  /// every node would choose, so that nodes meeting a new prefix at once (before they hear of
+  /// each other's picks) place it on one worker. Of the candidates within one request of the
+  /// least loaded (nodes see each other's loads a gossip tick late), the one holding the least
+  /// text, then the one the prompt ranks first.
+  std::size_t first_sight(const std::vector<const worker_entry*>& cands) const {
+    std::size_t lo = load(cands, 0);
+    for (std::size_t i = 1; i < cands.size(); ++i) {
+      lo = std::min(lo, load(cands, i));
+    }
+    return best(
+        cands, [&](std::size_t i) { return load(cands, i) <= lo + 1; },
+        [&](std::size_t i) { return held(i); },
+        [&](std::size_t i) { return view_->rank(cands[i]->id); });
   }
 
   /// Fills `tenants_` with each candidate's tree tenant.

@@ -65,11 +65,12 @@ std::size_t shared_prefix_view::widen(std::size_t matched, const std::vector<cha
 }
 
 void shared_prefix_view::record(tenant t, const std::string& id) {
-  std::vector<std::uint64_t>* out = nullptr;
+  std::vector<std::uint64_t>* refresh = nullptr;
+  std::vector<std::uint64_t>* fresh = nullptr;
   // Deepest block first: the prompt's first blocks end up most recently used, so eviction
   // takes a chain from its end, as an engine's cache does.
   for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
-    index_.touch(t, *it);
+    bool is_new = index_.touch(t, *it);
     if (!pending_seen_.insert(pair_key(t, *it)).second) {
       continue; // already going out this tick
     }
@@ -77,11 +78,13 @@ void shared_prefix_view::record(tenant t, const std::string& id) {
       ++dropped_;
       continue;
     }
+    auto*& out = is_new ? fresh : refresh;
     if (!out) {
-      out = &pending_[id];
+      out = is_new ? &fresh_[id] : &pending_[id];
     }
     out->push_back(*it);
     ++pending_count_;
+    fresh_count_ += is_new ? 1 : 0;
   }
 }
 
@@ -100,25 +103,38 @@ void shared_prefix_view::merge(const protocol::prefix_update& u,
   }
 }
 
-void shared_prefix_view::take(prefix_drain& out) {
+void shared_prefix_view::take(prefix_drain& out, bool fresh_only) {
   out.update.block_bytes = static_cast<std::uint32_t>(s_.block_bytes);
   out.update.workers.clear();
-  out.update.workers.reserve(pending_.size());
-  for (auto& [id, hashes] : pending_) {
-    recorded_ += hashes.size();
-    out.update.workers.push_back({id, std::move(hashes)});
+  out.update.workers.reserve(fresh_.size() + (fresh_only ? 0 : pending_.size()));
+  auto move_out = [&](std::unordered_map<std::string, std::vector<std::uint64_t>>& from) {
+    for (auto& [id, hashes] : from) {
+      recorded_ += hashes.size();
+      pending_count_ -= hashes.size();
+      out.update.workers.push_back({id, std::move(hashes)});
+    }
+    from.clear();
+  };
+  move_out(fresh_);
+  fresh_count_ = 0;
+  if (!fresh_only) {
+    // A worker's refreshes and fresh blocks may go as two entries: receivers touch both.
+    move_out(pending_);
+    pending_seen_.clear(); // the next tick sends each (worker, block) a pick uses again
   }
-  pending_.clear();
-  pending_seen_.clear();
-  pending_count_ = 0;
   out.stats = stats();
 }
 
 void shared_prefix_view::remove(tenant t, const std::string& id) {
   index_.remove(t);
-  if (auto it = pending_.find(id); it != pending_.end()) {
-    pending_count_ -= it->second.size();
-    pending_.erase(it);
+  for (auto* m : {&pending_, &fresh_}) {
+    if (auto it = m->find(id); it != m->end()) {
+      pending_count_ -= it->second.size();
+      if (m == &fresh_) {
+        fresh_count_ -= it->second.size();
+      }
+      m->erase(it);
+    }
   }
 }
 
@@ -151,7 +167,8 @@ nlohmann::json shared_prefix_view::describe() const {
           {"unknown_worker", s.unknown},
           {"recorded", s.recorded},
           {"dropped", s.dropped},
-          {"pending", pending_count_}};
+          {"pending", pending_count_},
+          {"fresh", fresh_count_}};
 }
 
 } // namespace troupe::actors

@@ -65,15 +65,22 @@ public:
   /// Bytes of the prompt each eligible tenant holds per the view (by tenant), most of them.
   std::size_t match_each(const std::vector<char>& eligible, std::vector<std::size_t>& bytes);
 
-  /// This node sent the prompt hashed last to tenant `t`, worker `id`.
+  /// This node sent the prompt hashed last to tenant `t`, worker `id`. Blocks the view did not
+  /// know `t` to hold are fresh (a placement other nodes should hear of at once, `has_fresh`);
+  /// the others only refresh what the members know, and wait for the gossip tick.
   void record(tenant t, const std::string& id);
+
+  /// True when a pick recorded fresh blocks since the last `take`.
+  bool has_fresh() const noexcept { return fresh_count_ > 0; }
 
   /// A peer's update. `tenant_of` gives the tenant of a worker this policy serves, or nullptr.
   void merge(const protocol::prefix_update& u,
              const std::function<const tenant*(const std::string&)>& tenant_of);
 
-  /// Moves what this node's picks recorded since the last call into `out`, with the counts.
-  void take(prefix_drain& out);
+  /// Moves what this node's picks recorded since the last call into `out`, with the counts:
+  /// everything (a gossip tick), or with `fresh_only` only the fresh blocks (a placement told
+  /// at once; the refreshes wait for the tick).
+  void take(prefix_drain& out, bool fresh_only);
 
   /// Worker `id` (tenant `t`) left the fleet.
   void remove(tenant t, const std::string& id);
@@ -95,9 +102,13 @@ private:
   prefix_index index_;
   std::vector<std::uint64_t> chain_; ///< The prompt at hand, as block hashes.
   std::uint64_t head_ = 0;           ///< Hash of its first bytes (512, or its blocks).
-  std::unordered_map<std::string, std::vector<std::uint64_t>> pending_; ///< By worker id.
-  std::unordered_set<std::uint64_t> pending_seen_; ///< (tenant, hash) pairs pending, mixed.
-  std::size_t pending_count_ = 0;
+  /// What this node's picks recorded since the last take, by worker id: refreshes, and fresh
+  /// blocks (new to the worker, per the view).
+  std::unordered_map<std::string, std::vector<std::uint64_t>> pending_, fresh_;
+  /// (tenant, hash) pairs recorded since the last whole take, mixed: each goes out once a tick.
+  std::unordered_set<std::uint64_t> pending_seen_;
+  std::size_t pending_count_ = 0; ///< Hashes in `pending_` and `fresh_`.
+  std::size_t fresh_count_ = 0;   ///< Hashes in `fresh_`.
   std::vector<std::size_t> scratch_;
   std::uint64_t merged_ = 0;
   std::uint64_t unknown_ = 0;

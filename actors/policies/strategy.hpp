@@ -40,8 +40,13 @@ public:
   virtual void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {}
 
   /// The shared prefix view of a cluster (docs/cluster.md): moves what this node's picks
-  /// recorded since the last call into `out`. False when the strategy keeps no view.
-  virtual bool take_prefixes(prefix_drain& out) { return false; }
+  /// recorded since the last call into `out` (with `fresh_only`, only the blocks new to their
+  /// worker). False when the strategy keeps no view.
+  virtual bool take_prefixes(prefix_drain& out, bool fresh_only) { return false; }
+
+  /// True when picks since the last take placed blocks new to their worker: the cluster should
+  /// hear of them now, not at the next gossip tick.
+  virtual bool prefixes_fresh() const { return false; }
 
   /// Merges what another node's picks recorded (strategies without a view ignore it).
   virtual void merge_prefixes(const protocol::prefix_update& update) {}

@@ -194,6 +194,43 @@ TEST_CASE_METHOD(fixture, "a pick's prefix blocks reach the members keeping a vi
   CHECK(st["views"]["regular"]["blocks"] == c.size());
 }
 
+TEST_CASE_METHOD(fixture, "a pick placing a new prefix reaches the members at once; its "
+                          "refreshes wait for the tick") {
+  start();
+  tick(); // the node's first tick is behind it
+  auto b = member("b", 16);
+  auto blocks = chain_of(secret_prompt).size();
+  auto w = pick(secret_prompt); // no tick: only what the pick set off runs
+  auto got = b.got->prefixes();
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].workers.size() == 1);
+  CHECK(got[0].workers[0].worker == w);
+  CHECK(got[0].workers[0].hashes.size() == blocks);
+  CHECK(prefix_status()["fresh_drains"] == 1);
+  // The same prompt again: nothing new for that worker, nothing sent at once.
+  CHECK(pick(secret_prompt) == w);
+  CHECK(b.got->prefixes().size() == 1);
+  tick(); // its blocks went out this tick already
+  CHECK(b.got->prefixes().size() == 1);
+  CHECK(pick(secret_prompt) == w);
+  CHECK(b.got->prefixes().size() == 1);
+  tick(); // the refresh, with the tick
+  got = b.got->prefixes();
+  REQUIRE(got.size() == 2);
+  CHECK(got[1].workers[0].hashes.size() == blocks);
+  CHECK(prefix_status()["fresh_drains"] == 1);
+}
+
+TEST_CASE_METHOD(fixture, "with no member keeping a view, a new prefix waits for the tick") {
+  start();
+  auto old = member("old", 0);
+  pick(secret_prompt);
+  auto st = prefix_status();
+  CHECK(st["fresh_drains"] == 0);
+  CHECK(st["fresh_deferred"] == 1);
+  CHECK(old.got->prefixes().empty());
+}
+
 TEST_CASE_METHOD(fixture, "a member's update steers this node's picks to the worker it named") {
   start();
   auto b = member("b", 16);
@@ -235,7 +272,9 @@ TEST_CASE_METHOD(fixture, "a member's update steers this node's picks to the wor
 TEST_CASE_METHOD(fixture, "a tick sends at most its byte budget; what does not fit is counted") {
   start(1024);
   auto b = member("b", 16);
-  for (char x = 'a'; x < 'a' + 6; ++x) {
+  // Each a new prefix: the first few go out at once, until the budget left is below a
+  // quarter; the others wait for the tick, which sends what fits of them.
+  for (char x = 'a'; x < 'a' + 10; ++x) {
     pick(std::string(600, x)); // 37 blocks, no block shared with another prompt
   }
   tick();
@@ -245,5 +284,7 @@ TEST_CASE_METHOD(fixture, "a tick sends at most its byte budget; what does not f
   auto st = prefix_status();
   CHECK(st["hashes_dropped"].get<std::uint64_t>() > 0);
   CHECK(st["hashes_sent"].get<std::uint64_t>() + st["hashes_dropped"].get<std::uint64_t>() ==
-        6 * chain_of(std::string(600, 'a')).size());
+        10 * chain_of(std::string(600, 'a')).size());
+  CHECK(st["fresh_drains"].get<std::uint64_t>() >= 1);
+  CHECK(st["fresh_deferred"].get<std::uint64_t>() >= 1);
 }

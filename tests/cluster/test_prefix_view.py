@@ -1,9 +1,9 @@
 """The cluster as one cache (docs/cluster.md, "Shared prefix view"), on loopback: a small
 shared-prefix workload (system prompts x users x turns, turn by turn) sent round robin over
 three cache_aware nodes: with the shared view the simulators' prefix caches are hit far more
-often than with each node on its own (--cluster-prefix-block-bytes 0), and about as often as
-through one node. The issue's target (within 0.03 of one node) held in 2 runs of 4 here (the
-others: 0.048 and 0.084 short), so it is printed, not asserted: see /work/notes/issue-12.md.
+often than with each node on its own (--cluster-prefix-block-bytes 0), and as often as through
+one node: within the issue's 0.03 (measured: 0.715-0.719 against 0.719 in three runs on a
+loaded machine, since a pick placing a new prefix is sent to the members at once).
 
 Requests are sent one at a time (the machine is 2 shared cores: concurrency would measure the
 machine); the nodes run with default cluster flags.
@@ -101,8 +101,8 @@ class PrefixViewTest(ProcessTestCase):
         # with it, three nodes keep most of what one node finds.
         self.assertLess(off, one - 0.1)
         self.assertGreater(three, off + 0.1)
-        # Within 0.1 of one node however the gossip ticks fall (measured in four runs: -0.084 to +0.003).
-        self.assertGreaterEqual(three, one - 0.1)
+        # The issue's target: three nodes within 0.03 of one.
+        self.assertGreaterEqual(three, one - 0.03)
 
 if __name__ == "__main__":
     unittest.main()

@@ -43,9 +43,10 @@ std::string pick(strategy& s, const fake_fleet& f, std::string_view text) {
   return cands[s.pick(cands, sel)]->id;
 }
 
-prefix_drain drain(strategy& s) {
+/// What a gossip tick takes (everything), or with `fresh_only` what a placement sends at once.
+prefix_drain drain(strategy& s, bool fresh_only = false) {
   prefix_drain d;
-  REQUIRE(s.take_prefixes(d));
+  REQUIRE(s.take_prefixes(d, fresh_only));
   return d;
 }
 
@@ -203,11 +204,49 @@ TEST_CASE("shared view: three nodes taking turns place each system prompt as one
 }
 
 TEST_CASE("shared view: nodes meeting a new prefix at once, before any update, agree on it") {
+  auto mode = any_mode();
+  INFO("mode " << mode);
   fake_fleet f{4};
+  std::set<std::string> chosen;
   for (char p = 'A'; p < 'A' + 8; ++p) {
-    auto a = node(f);
-    auto b = node(f);
+    auto a = node(f, shared(16, 32768, mode));
+    auto b = node(f, shared(16, 32768, mode));
     INFO("system prompt " << p);
-    CHECK(pick(*a, f, system_prompt(p) + ",u1]") == pick(*b, f, system_prompt(p) + ",u2]"));
+    auto at_a = pick(*a, f, system_prompt(p) + ",u1]");
+    // b counts a request more at w1 than a did (nodes see each other's loads a tick late).
+    f.at("w1").live->in_flight = 1;
+    auto at_b = pick(*b, f, system_prompt(p) + ",u2]");
+    f.at("w1").live->in_flight = 0;
+    CHECK(at_a == at_b);
+    chosen.insert(at_a);
   }
+  // By the prompt's rank, not by the candidates' order: new prefixes spread over the workers.
+  CHECK(chosen.size() >= 3);
+}
+
+TEST_CASE("shared view: blocks new to their worker are fresh, to be sent before the tick") {
+  fake_fleet f{2};
+  auto a = node(f);
+  auto text = system_prompt('A') + "]"; // 27 blocks
+  CHECK_FALSE(a->prefixes_fresh());
+  auto w = pick(*a, f, text);
+  CHECK(a->prefixes_fresh());
+  auto d = drain(*a, true);
+  CHECK(hashes(d) == 27);
+  CHECK_FALSE(a->prefixes_fresh());
+  // The prompt grown by a turn: only its two new whole blocks are fresh.
+  CHECK(pick(*a, f, text + std::string(32, 'x')) == w);
+  CHECK(a->prefixes_fresh());
+  CHECK(hashes(drain(*a, true)) == 2);
+  CHECK(hashes(drain(*a)) == 0); // the rest went out this tick already
+  // Next tick: the same prompt only refreshes what the members know; it waits for the tick.
+  pick(*a, f, text);
+  CHECK_FALSE(a->prefixes_fresh());
+  CHECK(hashes(drain(*a, true)) == 0);
+  CHECK(hashes(drain(*a)) == 27);
+  // What a member told this node is not fresh either.
+  auto b = node(f);
+  b->merge_prefixes(d.update);
+  CHECK(pick(*b, f, text) == w);
+  CHECK_FALSE(b->prefixes_fresh());
 }
