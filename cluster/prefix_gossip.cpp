@@ -9,9 +9,9 @@
 // node.
 
 #include "cluster/node_state.hpp"
+#include "services/logs.hpp"
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace troupe::cluster {
 
@@ -186,14 +186,14 @@ void prefix_peer_hello(node_self self, const std::string& from, const protocol::
   bool changed = before == px.peer_block_bytes.end() || before->second != h.prefix_block_bytes;
   px.peer_block_bytes[from] = h.prefix_block_bytes;
   if (changed && ours != 0 && h.prefix_block_bytes != ours) {
-    spdlog::warn("cluster: member {} {}: the shared prefix view does not cover requests it routes "
-                 "(give every node the same --cluster-prefix-block-bytes and a cache_aware "
-                 "policy)",
-                 from,
-                 h.prefix_block_bytes == 0
-                     ? std::string{"keeps no shared prefix view"}
-                     : "hashes prefix blocks of " + std::to_string(h.prefix_block_bytes) +
-                           " bytes, this node of " + std::to_string(ours));
+    logs::cluster().warn("member {} {}: the shared prefix view does not cover requests it routes "
+                         "(give every node the same --cluster-prefix-block-bytes and a cache_aware "
+                         "policy)",
+                         from,
+                         h.prefix_block_bytes == 0
+                             ? std::string{"keeps no shared prefix view"}
+                             : "hashes prefix blocks of " + std::to_string(h.prefix_block_bytes) +
+                                   " bytes, this node of " + std::to_string(ours));
   }
 }
 
@@ -218,9 +218,9 @@ void on_prefix_update(node_self self, const std::string& from, protocol::prefix_
   }
   if (u.block_bytes != st.cfg.prefix_block_bytes) {
     if (px.refused_block_size++ == 0) {
-      spdlog::warn("cluster: member {} sent prefix blocks of {} bytes, this node hashes {}: "
-                   "ignored (give every node the same --cluster-prefix-block-bytes)",
-                   from, u.block_bytes, st.cfg.prefix_block_bytes);
+      logs::cluster().warn("member {} sent prefix blocks of {} bytes, this node hashes {}: "
+                           "ignored (give every node the same --cluster-prefix-block-bytes)",
+                           from, u.block_bytes, st.cfg.prefix_block_bytes);
     }
     return;
   }
