@@ -81,25 +81,193 @@ const worker_entry* fleet_snapshot::find(std::string_view id) const {
 }
 
 model_service fleet_snapshot::service_of(std::string_view model) const {
+  return index.service_of(model);
+}
+
+namespace {
+
+constexpr std::size_t role_slot(protocol::worker_type t) {
+  return static_cast<std::size_t>(t);
+}
+
+} // namespace
+
+const candidate_group* fleet_index::find(protocol::worker_type role, std::string_view model) const {
+  auto it = models_->find(model);
+  return it == models_->end() ? nullptr : it->second[role_slot(role)].get();
+}
+
+model_service fleet_index::service_of(std::string_view model) const {
   model_service out;
-  for (auto& w : workers) {
-    if (!w->serves(model)) {
-      continue;
-    }
-    out.known = true;
-    switch (w->spec.type) {
-    case protocol::worker_type::regular:
-      out.regular = true;
-      break;
-    case protocol::worker_type::prefill:
-      out.prefill = true;
-      break;
-    case protocol::worker_type::decode:
-      out.decode = true;
-      break;
+  auto it = models_->find(model);
+  if (it == models_->end()) {
+    return out;
+  }
+  auto& g = it->second;
+  using protocol::worker_type;
+  out.regular = g[role_slot(worker_type::regular)] != nullptr;
+  out.prefill = g[role_slot(worker_type::prefill)] != nullptr;
+  out.decode = g[role_slot(worker_type::decode)] != nullptr;
+  out.pd = out.prefill && out.decode;
+  out.known = out.regular || out.prefill || out.decode;
+  return out;
+}
+
+std::size_t fleet_index::model_count() const noexcept {
+  return models_->size() - (models_->count("") ? 1 : 0);
+}
+
+void fleet_index::edit_group(model_map& map, const std::string& model, std::size_t slot,
+                             std::size_t provider, const worker_entry& w, bool add) {
+  auto& groups = map[model];
+  auto g = groups[slot] ? std::make_shared<candidate_group>(*groups[slot])
+                        : std::make_shared<candidate_group>();
+  auto& list = g->by_provider[provider];
+  if (add) {
+    list.insert(std::upper_bound(list.begin(), list.end(), &w,
+                                 [](auto* a, auto* b) { return a->seq < b->seq; }),
+                &w);
+  } else {
+    list.erase(std::remove(list.begin(), list.end(), &w), list.end());
+  }
+  g->providers = 0;
+  for (std::size_t p = 0; p < g->by_provider.size(); ++p) {
+    if (!g->by_provider[p].empty()) {
+      g->providers |= 1u << p;
     }
   }
-  out.pd = out.prefill && out.decode;
+  groups[slot] = g->providers ? group_ptr{std::move(g)} : nullptr;
+  if (!groups[0] && !groups[1] && !groups[2]) {
+    map.erase(model);
+  }
+}
+
+fleet_index fleet_index::edit(const worker_entry& w, bool add) const {
+  if (w.models.empty()) {
+    return *this; // serves nothing yet: in no group
+  }
+  auto next = std::make_shared<model_map>(*models_); // the groups are shared, not copied
+  auto slot = role_slot(w.spec.type);
+  auto provider = static_cast<std::size_t>(w.spec.provider);
+  auto touch = [&](const std::string& model) { edit_group(*next, model, slot, provider, w, add); };
+  touch("");
+  for (std::size_t i = 0; i < w.models.size(); ++i) {
+    // A model listed twice is in its group once.
+    if (std::find(w.models.begin(), w.models.begin() + i, w.models[i]) == w.models.begin() + i &&
+        !w.models[i].empty()) {
+      touch(w.models[i]);
+    }
+  }
+  fleet_index out;
+  out.models_ = std::move(next);
+  return out;
+}
+
+fleet_index fleet_index::with(const worker_entry& w) const {
+  return edit(w, true);
+}
+
+fleet_index fleet_index::without(const worker_entry& w) const {
+  return edit(w, false);
+}
+
+fleet_index fleet_index::replaced(const worker_entry& old, const worker_entry& next) const {
+  if (old.spec.type != next.spec.type || old.spec.provider != next.spec.provider ||
+      old.models.empty() || next.models.empty()) {
+    return without(old).with(next);
+  }
+  auto map = std::make_shared<model_map>(*models_);
+  auto slot = role_slot(old.spec.type);
+  auto provider = static_cast<std::size_t>(old.spec.provider);
+  auto serves = [](const worker_entry& w, const std::string& m) {
+    return m.empty() || std::find(w.models.begin(), w.models.end(), m) != w.models.end();
+  };
+  auto swap_in = [&](const std::string& model) {
+    auto it = map->find(model);
+    if (it == map->end() || !it->second[slot]) {
+      return false;
+    }
+    auto g = std::make_shared<candidate_group>(*it->second[slot]);
+    auto& list = g->by_provider[provider];
+    auto at = std::find(list.begin(), list.end(), &old);
+    if (at == list.end()) {
+      return false;
+    }
+    *at = &next;
+    it->second[slot] = std::move(g);
+    return true;
+  };
+  fleet_index out;
+  out.models_ = map;
+  // Models both serve: swapped in place; the others: dropped or added.
+  bool ok = swap_in("");
+  for (auto& m : old.models) {
+    if (!m.empty() && serves(next, m)) {
+      ok = swap_in(m) && ok;
+    }
+  }
+  if (!ok) {
+    return without(old).with(next);
+  }
+  worker_entry gone = old; // the models only `old` served
+  gone.models.clear();
+  for (auto& m : old.models) {
+    if (!m.empty() && !serves(next, m) && !serves(gone, m)) {
+      gone.models.push_back(m);
+    }
+  }
+  worker_entry fresh = next; // the models only `next` serves
+  fresh.models.clear();
+  for (auto& m : next.models) {
+    if (!m.empty() && !serves(old, m) && !serves(fresh, m)) {
+      fresh.models.push_back(m);
+    }
+  }
+  // Edit per model without the any-model group, which holds `next` already.
+  auto edit_models = [&](const worker_entry& w, const worker_entry& as, bool add) {
+    for (auto& m : w.models) {
+      edit_group(*map, m, slot, provider, as, add);
+    }
+  };
+  edit_models(gone, old, false);
+  edit_models(fresh, next, true);
+  return out;
+}
+
+fleet_index fleet_index::of(const std::vector<worker_entry_ptr>& workers) {
+  // One pass into groups of our own, frozen at the end: O(workers x their models).
+  std::unordered_map<std::string, std::array<std::shared_ptr<candidate_group>, 3>, string_hash,
+                     std::equal_to<>>
+      groups;
+  for (auto& w : workers) {
+    if (w->models.empty()) {
+      continue;
+    }
+    auto add = [&](const std::string& model) {
+      auto& g = groups[model][role_slot(w->spec.type)];
+      if (!g) {
+        g = std::make_shared<candidate_group>();
+      }
+      g->by_provider[static_cast<std::size_t>(w->spec.provider)].push_back(w.get());
+      g->providers |= provider_bit(w->spec.provider);
+    };
+    add("");
+    for (std::size_t i = 0; i < w->models.size(); ++i) {
+      if (!w->models[i].empty() && std::find(w->models.begin(), w->models.begin() + i,
+                                             w->models[i]) == w->models.begin() + i) {
+        add(w->models[i]);
+      }
+    }
+  }
+  auto map = std::make_shared<model_map>();
+  for (auto& [model, roles] : groups) {
+    auto& out = (*map)[model];
+    for (std::size_t r = 0; r < roles.size(); ++r) {
+      out[r] = std::move(roles[r]);
+    }
+  }
+  fleet_index out;
+  out.models_ = std::move(map);
   return out;
 }
 

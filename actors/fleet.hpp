@@ -4,6 +4,7 @@
 #include "actors/worker_proxy.hpp"
 #include "protocol/worker.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace troupe::services {
@@ -20,9 +22,10 @@ class metrics;
 
 namespace troupe::actors {
 
-/// One registered worker as the fleet snapshot shows it. Immutable once published; its live
-/// state (load, health, breaker) is read through `live`.
-struct worker_entry {
+/// One registered worker as the fleet snapshot shows it. Immutable once published (a change
+/// is a new entry), and shared by every snapshot it is part of; its live state (load,
+/// health, breaker) is read through `live`.
+struct worker_entry : std::enable_shared_from_this<worker_entry> {
   std::string id;                  ///< Registry id, e.g. `w-3f9c2a1b`.
   protocol::worker_spec spec;      ///< As registered (url canonical).
   protocol::base_url url;          ///< Parsed `spec.url`.
@@ -35,6 +38,9 @@ struct worker_entry {
   /// The worker has an api key that did not reach this node (its record came over a cluster
   /// link without TLS, and this node was not given the key itself): served without one.
   bool key_missing = false;
+  /// Registration order on this node (kept by a new model card): candidate groups list
+  /// workers in this order, however late each one's models were discovered.
+  std::uint64_t seq = 0;
 
   /// True when the worker serves `model` (or any model when `model` is empty).
   bool serves(std::string_view model) const;
@@ -64,6 +70,73 @@ struct model_service {
   bool decode = false;  ///< Some decode worker serves it.
 };
 
+/// A set of providers, one bit per `protocol::provider_kind`.
+using provider_set = unsigned;
+
+/// The bit of `p` in a provider_set.
+constexpr provider_set provider_bit(protocol::provider_kind p) {
+  return 1u << static_cast<unsigned>(p);
+}
+
+/// The workers of one role that serve one model, by provider, in registration order:
+/// routable or not (health changes without a registry write; policies look at it per pick).
+struct candidate_group {
+  provider_set providers = 0; ///< The providers with at least one worker here.
+  std::array<std::vector<const worker_entry*>, 3> by_provider; ///< By `provider_kind`.
+};
+
+/// Which workers serve what, by (role, model): the candidates of a request without a scan of
+/// the fleet. Kept by the registry on every write and published with the snapshot. A value
+/// that shares its groups: a write copies the map of models (one entry per model served, not
+/// per worker) and rebuilds only the groups of the models the written worker serves.
+/// Pointers in the groups are entries of the snapshot the index was published with.
+class fleet_index {
+public:
+  /// The workers of `role` serving `model` (any model when empty); nullptr when none.
+  const candidate_group* find(protocol::worker_type role, std::string_view model) const;
+
+  /// How `model` is served (any model when empty).
+  model_service service_of(std::string_view model) const;
+
+  /// This index with `w` added to the groups of its role and of each model it serves.
+  fleet_index with(const worker_entry& w) const;
+
+  /// This index without `w` (the same entry that was added).
+  fleet_index without(const worker_entry& w) const;
+
+  /// This index with `next` in the place of `old` (same role and provider: a new model
+  /// card): in the groups of models both serve, `next` keeps `old`'s place.
+  fleet_index replaced(const worker_entry& old, const worker_entry& next) const;
+
+  /// The index of `workers`, built from scratch.
+  static fleet_index of(const std::vector<worker_entry_ptr>& workers);
+
+  /// Models with at least one worker (the any-model group aside).
+  std::size_t model_count() const noexcept;
+
+private:
+  using group_ptr = std::shared_ptr<const candidate_group>;
+  using by_role = std::array<group_ptr, 3>; ///< By `worker_type`.
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  /// Model id -> groups; the key "" holds every worker that serves some model.
+  using model_map = std::unordered_map<std::string, by_role, string_hash, std::equal_to<>>;
+
+  fleet_index edit(const worker_entry& w, bool add) const;
+
+  /// Adds `w` to (or removes it from) the group of `model`, role slot `slot`, provider
+  /// `provider` in `map`: the group is copied, not changed in place (snapshots share it);
+  /// an empty group, and a model left with none, are dropped.
+  static void edit_group(model_map& map, const std::string& model, std::size_t slot,
+                         std::size_t provider, const worker_entry& w, bool add);
+
+  std::shared_ptr<const model_map> models_ = std::make_shared<const model_map>();
+};
+
 /// An immutable view of the fleet, published by the registry on every change.
 struct fleet_snapshot {
   std::uint64_t version = 0;             ///< Increases with every change.
@@ -75,10 +148,13 @@ struct fleet_snapshot {
   /// every node once their registries converged.
   std::uint64_t shared_version = 0;
 
-  /// The worker with `id`, or nullptr.
+  /// Candidates by (role, model), for the workers above.
+  fleet_index index;
+
+  /// The worker with `id`, or nullptr (a scan: for the management API, not the data plane).
   const worker_entry* find(std::string_view id) const;
 
-  /// How `model` is served; an empty model means "any".
+  /// How `model` is served; an empty model means "any". O(1): from the index.
   model_service service_of(std::string_view model) const;
 
   /// True when at least one worker could take a request now.

@@ -19,21 +19,17 @@ struct policy_state {
   std::unique_ptr<strategy> strat;
   fleet_ptr fleet = std::make_shared<const fleet_snapshot>();
   std::uint64_t picks = 0;
-  std::uint64_t targeted = 0;                  ///< Picks an X-SMG-Target-Worker header made.
-  std::uint64_t refused = 0;                   ///< Selections that found no worker they may use.
-  std::vector<const worker_entry*> candidates; ///< Scratch, reused across selections.
-  std::vector<std::size_t> positions;          ///< Fleet index of each candidate.
-  prefix_sink fresh_sink;                      ///< Told when picks placed new prefix blocks.
-  bool fresh_told = false;                     ///< Told since the last take.
+  std::uint64_t targeted = 0; ///< Picks an X-SMG-Target-Worker header made.
+  std::uint64_t refused = 0;  ///< Selections that found no worker they may use.
+  bool fleet_seen = true;     ///< The strategy has seen `fleet` (on_fleet runs before a pick).
+  prefix_sink fresh_sink;     ///< Told when picks placed new prefix blocks.
+  bool fresh_told = false;    ///< Told since the last take.
 };
 
 using self_ptr = policy_actor::stateful_pointer<policy_state>;
 
-/// A set of providers, as bits.
-using provider_set = unsigned;
-
 constexpr provider_set bit(protocol::provider_kind p) {
-  return 1u << static_cast<unsigned>(p);
+  return provider_bit(p);
 }
 
 /// The provider whose workers may serve a request speaking `wanted`'s API, among the workers
@@ -61,82 +57,107 @@ std::string provider_names(provider_set present) {
   return out;
 }
 
-caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel);
+/// The workers of one pick: the group of the request's role and model, narrowed to the
+/// provider that may serve it.
+struct pick_list {
+  const candidate_group* group = nullptr;
+  const std::vector<const worker_entry*>* cands = nullptr;
+  protocol::provider_kind only = protocol::provider_kind::none;
+  bool mixed = false; ///< The model's workers belong to more than one provider.
+};
+
+pick_list candidates_of(const fleet_snapshot& fleet, const selection& sel) {
+  pick_list out;
+  out.group = fleet.index.find(sel.role, sel.model);
+  if (!out.group) {
+    return out;
+  }
+  // Providers of the model's workers, routable or not: a provider that is down must not hand
+  // its requests (and credentials) to another.
+  provider_set present = out.group->providers;
+  out.mixed = (present & (present - 1)) != 0;
+  if (out.mixed) {
+    out.only = eligible_provider(present, sel.provider);
+  } else {
+    for (auto p : {protocol::provider_kind::none, protocol::provider_kind::openai,
+                   protocol::provider_kind::anthropic}) {
+      if (present & bit(p)) {
+        out.only = p;
+      }
+    }
+  }
+  out.cands = &out.group->by_provider[static_cast<std::size_t>(out.only)];
+  return out;
+}
+
+/// The 503 of a pick that found no eligible candidate.
+caf::error none_eligible(const pick_list& l, const selection& sel) {
+  if (l.mixed) {
+    return make_caf_error(
+        protocol::error_code::no_worker_available,
+        "no healthy " +
+            std::string(l.only == protocol::provider_kind::none ? "self-hosted"
+                                                                : protocol::to_string(l.only)) +
+            " worker is available for " +
+            (sel.model.empty() ? std::string{"this request"} : "model '" + sel.model + "'") +
+            " (it is served by " + provider_names(l.group->providers) +
+            "; credentials never cross providers)");
+  }
+  auto what = sel.model.empty() ? std::string{"any model"} : "model '" + sel.model + "'";
+  return make_caf_error(protocol::error_code::no_worker_available,
+                        "no healthy " + std::string(protocol::to_string(sel.role)) +
+                            " worker is available for " + what);
+}
+
+caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel,
+                                            const pick_list& l);
+
+/// The strategy sees the latest snapshot (snapshots are taken in as they come; the strategy
+/// catches up once, before it is asked anything).
+void catch_up(self_ptr self) {
+  auto& st = self->state;
+  if (!st.fleet_seen) {
+    st.strat->on_fleet(*st.fleet, st.role);
+    st.fleet_seen = true;
+  }
+}
 
 caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
   auto& st = self->state;
-  auto& cands = st.candidates;
-  cands.clear();
-  st.positions.clear();
-  bool known = false;       // some worker of this role serves the model, routable or not
-  provider_set present = 0; // providers of those workers, routable or not: a provider that is
-                            // down must not hand its requests (and credentials) to another
-  auto& workers = st.fleet->workers;
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    auto& w = workers[i];
-    if (w->spec.type != sel.role || !w->serves(sel.model)) {
-      continue;
-    }
-    known = true;
-    present |= bit(w->spec.provider);
-    if (!w->live->routable() ||
-        std::find(sel.exclude.begin(), sel.exclude.end(), w->id) != sel.exclude.end()) {
-      continue;
-    }
-    cands.push_back(w.get());
-    st.positions.push_back(i);
-  }
-  bool mixed = (present & (present - 1)) != 0;
-  if (mixed) {
-    auto only = eligible_provider(present, sel.provider);
-    std::size_t kept = 0;
-    for (std::size_t k = 0; k < cands.size(); ++k) {
-      if (cands[k]->spec.provider == only) {
-        cands[kept] = cands[k];
-        st.positions[kept] = st.positions[k];
-        ++kept;
-      }
-    }
-    cands.resize(kept);
-    st.positions.resize(kept);
-    if (cands.empty()) {
-      auto what = sel.model.empty() ? std::string{"this request"} : "model '" + sel.model + "'";
-      return make_caf_error(protocol::error_code::no_worker_available,
-                            "no healthy " +
-                                std::string(only == protocol::provider_kind::none
-                                                ? "self-hosted"
-                                                : protocol::to_string(only)) +
-                                " worker is available for " + what + " (it is served by " +
-                                provider_names(present) + "; credentials never cross providers)");
-    }
-  }
-  if (cands.empty()) {
-    if (!known && !sel.model.empty()) {
+  catch_up(self);
+  // The candidates come from the index: no look at workers of other models or roles.
+  auto l = candidates_of(*st.fleet, sel);
+  if (!l.group) {
+    ++st.refused;
+    if (!sel.model.empty()) {
       return make_caf_error(protocol::error_code::model_not_found,
                             "the model '" + sel.model + "' does not exist");
     }
-    auto what = sel.model.empty() ? std::string{"any model"} : "model '" + sel.model + "'";
     return make_caf_error(protocol::error_code::no_worker_available,
                           "no healthy " + std::string(protocol::to_string(sel.role)) +
-                              " worker is available for " + what);
+                              " worker is available for any model");
   }
   if (!sel.target.empty()) {
-    return select_target(self, sel);
+    return select_target(self, sel, l);
   }
-  std::size_t k = cands.size();
+  auto& cands = *l.cands;
+  std::size_t k = strategy::npos;
   if (!sel.prefer.empty()) {
+    // Rare (a stored response's worker): a look through the candidates' ids.
     for (std::size_t i = 0; i < cands.size(); ++i) {
-      if (cands[i]->id == sel.prefer) {
+      if (cands[i]->id == sel.prefer && eligible(*cands[i], sel)) {
         k = i;
         break;
       }
     }
   }
-  if (k == cands.size()) {
+  if (k == strategy::npos && !cands.empty()) {
     k = st.strat->pick(cands, sel);
-    if (k >= cands.size()) {
-      ++st.refused;
-      return make_caf_error(protocol::error_code::no_worker_available, st.strat->refusal());
+    if (k == strategy::npos) {
+      if (auto why = st.strat->refusal(); !why.empty()) {
+        ++st.refused;
+        return make_caf_error(protocol::error_code::no_worker_available, std::move(why));
+      }
     }
     if (st.fresh_sink && !st.fresh_told && st.strat->prefixes_fresh()) {
       // A prefix placed where the other nodes do not know it: they should hear of it before
@@ -145,60 +166,95 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
       self->send(st.fresh_sink, prefix_atom_v);
     }
   }
+  if (k == strategy::npos) {
+    ++st.refused;
+    return none_eligible(l, sel);
+  }
   ++st.picks;
-  return workers[st.positions[k]];
+  return worker_entry_ptr{cands[k]->shared_from_this()};
+}
+
+/// The `n`-th worker (registration order) of role `sel.role` serving `sel.model`, whatever its
+/// provider; nullptr past the end. Read from the group when one provider has all of them,
+/// else (rare) from the fleet's list.
+const worker_entry* nth_worker(const fleet_snapshot& fleet, const candidate_group& g,
+                               const selection& sel, std::size_t n) {
+  if ((g.providers & (g.providers - 1)) == 0) {
+    for (auto& list : g.by_provider) {
+      if (!list.empty()) {
+        return n < list.size() ? list[n] : nullptr;
+      }
+    }
+    return nullptr;
+  }
+  for (auto& w : fleet.workers) {
+    if (w->spec.type == sel.role && w->serves(sel.model) && !w->models.empty() && n-- == 0) {
+      return w.get();
+    }
+  }
+  return nullptr;
 }
 
 /// The worker `sel.target` names, when it may take the request (a candidate of this pick).
-caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel) {
+caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel,
+                                            const pick_list& l) {
   auto& st = self->state;
-  auto& workers = st.fleet->workers;
   const auto& t = sel.target;
-  std::size_t index = workers.size();
-  if (!t.empty() && t.size() <= 9 &&
+  const worker_entry* w = nullptr;
+  if (t.size() <= 9 &&
       std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     // smg's form: an index among the workers serving the model.
-    std::size_t n = std::stoul(t);
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      if (workers[i]->spec.type == sel.role && workers[i]->serves(sel.model) && n-- == 0) {
-        index = i;
-        break;
-      }
-    }
+    w = nth_worker(*st.fleet, *l.group, sel, std::stoul(t));
   } else {
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      if (workers[i]->id == t || workers[i]->spec.url == t) {
-        index = i;
+    // By id or URL: among the model's workers of this role first (no look at the others).
+    for (auto& list : l.group->by_provider) {
+      for (auto* c : list) {
+        if (c->id == t || c->spec.url == t) {
+          w = c;
+          break;
+        }
+      }
+      if (w) {
         break;
       }
     }
-    if (index < workers.size() && workers[index]->spec.type != sel.role) {
-      // The other half of a prefill/decode pair is targeted: this half picks as usual.
-      auto rest = sel;
-      rest.target.clear();
-      return select(self, rest);
+    if (!w) {
+      // Rare: a worker of the other role (or of another model) is named.
+      for (auto& e : st.fleet->workers) {
+        if (e->id == t || e->spec.url == t) {
+          w = e.get();
+          break;
+        }
+      }
+      if (w && w->spec.type != sel.role) {
+        // The other half of a prefill/decode pair is targeted: this half picks as usual.
+        auto rest = sel;
+        rest.target.clear();
+        return select(self, rest);
+      }
     }
   }
   auto model = sel.model.empty() ? std::string{} : " serving model '" + sel.model + "'";
-  if (index == workers.size() || !workers[index]->serves(sel.model)) {
+  if (!w || !w->serves(sel.model) || w->spec.type != sel.role) {
     ++st.refused;
     return make_caf_error(protocol::error_code::bad_request,
                           "X-SMG-Target-Worker '" + t + "' names no " +
                               std::string(protocol::to_string(sel.role)) + " worker" + model);
   }
-  auto it = std::find(st.positions.begin(), st.positions.end(), index);
-  if (it == st.positions.end()) {
+  if (!eligible(*w, sel) || w->spec.provider != l.only) {
     ++st.refused;
     return make_caf_error(protocol::error_code::no_worker_available,
-                          "the target worker " + workers[index]->id + " (X-SMG-Target-Worker '" +
-                              t + "') cannot take the request now (" +
-                              (workers[index]->live->routable() ? "it failed this request already"
-                                                                : "unhealthy or its circuit open") +
+                          "the target worker " + w->id + " (X-SMG-Target-Worker '" + t +
+                              "') cannot take the request now (" +
+                              (w->spec.provider != l.only
+                                   ? "its provider may not serve this request"
+                               : w->live->routable() ? "it failed this request already"
+                                                     : "unhealthy or its circuit open") +
                               ")");
   }
   ++st.picks;
   ++st.targeted;
-  return workers[index];
+  return worker_entry_ptr{w->shared_from_this()};
 }
 
 policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
@@ -211,10 +267,11 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
       [self](publish_atom, fleet_ptr& fleet) {
         auto& st = self->state;
         st.fleet = std::move(fleet);
-        st.strat->on_fleet(*st.fleet, st.role);
+        st.fleet_seen = false;
       },
       [self](inspect_atom) {
         auto& st = self->state;
+        catch_up(self);
         auto state = st.strat->describe();
         nlohmann::json j{{"kind", "policy"},
                          {"name", "policy:" + std::string(protocol::to_string(st.role))},
@@ -249,6 +306,7 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
         return out;
       },
       [self](prefix_atom, const protocol::prefix_update& update) {
+        catch_up(self); // the update may name workers of a snapshot not yet taken in
         self->state.strat->merge_prefixes(update);
       },
       [self](prefix_atom, prefix_sink& sink) { self->state.fresh_sink = std::move(sink); },

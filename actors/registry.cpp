@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <caf/typed_event_based_actor.hpp>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -26,8 +27,17 @@ struct registry_state {
   std::vector<replication_listener> replicators;
   worker_proxy_config cfg;
   inspector_actor inspector;
-  std::string node;                                   ///< Signs this node's writes.
-  std::vector<std::shared_ptr<worker_entry>> workers; ///< Live workers, registration order.
+  std::string node;                      ///< Signs this node's writes.
+  std::vector<worker_entry_ptr> workers; ///< Live workers, registration order.
+  fleet_index index;                     ///< Candidates of `workers`, by (role, model).
+  /// `workers` by id and by url: a registration finds its worker without a scan of the fleet.
+  std::unordered_map<std::string_view, const worker_entry*> by_id;
+  std::unordered_multimap<std::string_view, const worker_entry*> by_url;
+  bool snapshot_stale = false; ///< Writes the view does not show yet (see `publish`).
+  /// Answers to writes held until the view shows them (see `answer_when_listed`).
+  std::vector<std::function<void()>> held_answers;
+  bool notify_pending = false; ///< A publish_atom to itself is on its way.
+  std::uint64_t next_seq = 0;  ///< Registration order of the next new entry.
   /// Every registration ever seen, by id: live ones and tombstones.
   std::unordered_map<std::string, worker_record> records;
   /// Api keys this node was given itself (flags, `POST /workers`), by url: a record from a
@@ -46,19 +56,67 @@ std::int64_t now_ms() {
       .count();
 }
 
-void publish(self_ptr self) {
-  auto& st = self->state;
+/// Makes the fleet as it is now the current snapshot of the view.
+void build_snapshot(registry_state& st) {
+  st.snapshot_stale = false;
+  // Delivered once the view is set (below): taken first, so an answer cannot see a new hold.
+  auto answers = std::move(st.held_answers);
+  st.held_answers.clear();
+  auto deliver = [&answers] {
+    for (auto& a : answers) {
+      a();
+    }
+  };
   auto snap = std::make_shared<fleet_snapshot>();
   snap->version = ++st.version;
   snap->digest = st.digest;
   snap->shared_version = st.clock;
-  snap->workers.reserve(st.workers.size());
-  for (auto& w : st.workers) {
-    // Entries are copied on publication: a published entry is never mutated afterwards.
-    snap->workers.push_back(std::make_shared<const worker_entry>(*w));
+  // Entries are immutable and shared: a snapshot is the list of pointers and the index, whose
+  // groups are shared with the previous snapshot where the write did not touch them.
+  snap->workers = st.workers;
+  snap->index = st.index;
+  st.view->set(std::move(snap));
+  deliver();
+}
+
+/// The answer `value` to the write being handled, sent once the view shows the write: a
+/// client that was told its worker is registered finds it in `GET /workers`, also when the
+/// snapshot waits for the end of a burst.
+template <class T> caf::result<T> answer_when_listed(self_ptr self, T value) {
+  auto& st = self->state;
+  if (!st.snapshot_stale) {
+    return value;
   }
-  fleet_ptr ptr = std::move(snap);
-  st.view->set(ptr);
+  auto rp = self->make_response_promise<T>();
+  st.held_answers.emplace_back([rp, value = std::move(value)]() mutable { rp.deliver(value); });
+  return rp;
+}
+
+/// Publishes a write. The view changes at once (a worker is listed as soon as its
+/// registration is answered) unless more writes wait in the mailbox: a burst (4,000 workers
+/// registered by flag) builds one snapshot once it is done, not one per write, each a copy
+/// of the list. The listeners hear of it once the writes already in the mailbox are done: one
+/// message to each policy, not 4,000 snapshots queued in its mailbox.
+void publish(self_ptr self) {
+  auto& st = self->state;
+  st.snapshot_stale = true;
+  if (self->mailbox().size() == 0) {
+    build_snapshot(st);
+  }
+  if (!st.notify_pending) {
+    st.notify_pending = true;
+    self->send(self, publish_atom_v);
+  }
+}
+
+/// Sends the current snapshot to every listener.
+void notify(self_ptr self) {
+  auto& st = self->state;
+  st.notify_pending = false;
+  if (st.snapshot_stale) {
+    build_snapshot(st);
+  }
+  auto ptr = st.view->get();
   for (auto& l : st.listeners) {
     self->send(l, publish_atom_v, ptr);
   }
@@ -69,19 +127,30 @@ void publish(self_ptr self) {
 
 /// Hands `r` to the replication listeners; `answer` goes to the client once every listener
 /// said the write is durable (at once without listeners), or their first error does.
+/// Either way the answer also waits until the view shows the write (`answer_when_listed`).
 template <class T> caf::result<T> replicate(self_ptr self, const worker_record& r, T answer) {
   auto& st = self->state;
   if (st.replicators.empty()) {
-    return answer;
+    return answer_when_listed(self, std::move(answer));
   }
   auto rp = self->make_response_promise<T>();
   auto left = std::make_shared<std::size_t>(st.replicators.size());
   for (auto& l : st.replicators) {
     self->request(l, caf::infinite, changes_atom_v, record_batch{r})
         .then(
-            [rp, left, answer](std::string&) mutable {
-              if (--*left == 0 && rp.pending()) {
+            [self, rp, left, answer](std::string&) mutable {
+              if (--*left != 0 || !rp.pending()) {
+                return;
+              }
+              auto& st = self->state;
+              if (!st.snapshot_stale) {
                 rp.deliver(answer);
+              } else {
+                st.held_answers.emplace_back([rp, answer]() mutable {
+                  if (rp.pending()) {
+                    rp.deliver(answer);
+                  }
+                });
               }
             },
             [rp](caf::error& e) mutable {
@@ -120,9 +189,60 @@ void sign(registry_state& st, worker_record& r) {
   r.origin = st.node;
 }
 
-std::vector<std::shared_ptr<worker_entry>>::iterator find_live(registry_state& st,
-                                                               std::string_view id) {
-  return std::find_if(st.workers.begin(), st.workers.end(), [&](auto& w) { return w->id == id; });
+using live_iterator = std::vector<worker_entry_ptr>::iterator;
+
+live_iterator find_live(registry_state& st, std::string_view id) {
+  auto known = st.by_id.find(id);
+  if (known == st.by_id.end()) {
+    return st.workers.end();
+  }
+  // A look for a pointer: cheap next to the string compares of a scan by id.
+  return std::find_if(st.workers.begin(), st.workers.end(),
+                      [w = known->second](auto& p) { return p.get() == w; });
+}
+
+/// A live worker registered with `url`, or nullptr.
+const worker_entry* find_url(const registry_state& st, std::string_view url) {
+  auto it = st.by_url.find(url);
+  return it == st.by_url.end() ? nullptr : it->second;
+}
+
+void forget(registry_state& st, const worker_entry& w) {
+  st.by_id.erase(w.id);
+  auto [from, to] = st.by_url.equal_range(w.spec.url);
+  for (auto it = from; it != to; ++it) {
+    if (it->second == &w) {
+      st.by_url.erase(it);
+      break;
+    }
+  }
+}
+
+void remember(registry_state& st, const worker_entry& w) {
+  st.by_id[w.id] = &w;
+  st.by_url.emplace(w.spec.url, &w);
+}
+
+/// Adds a live worker (the index follows).
+void append(registry_state& st, worker_entry_ptr w) {
+  st.index = st.index.with(*w);
+  remember(st, *w);
+  st.workers.push_back(std::move(w));
+}
+
+/// Puts `next` in the place of the worker at `it`.
+void replace(registry_state& st, live_iterator it, worker_entry_ptr next) {
+  st.index = st.index.replaced(**it, *next);
+  forget(st, **it);
+  remember(st, *next);
+  *it = std::move(next);
+}
+
+/// Takes the worker at `it` out of the fleet.
+void erase(registry_state& st, live_iterator it) {
+  st.index = st.index.without(**it);
+  forget(st, **it);
+  st.workers.erase(it);
 }
 
 /// Spawns the proxy of `entry` (its spec, url and live state set).
@@ -134,7 +254,7 @@ void start_proxy(self_ptr self, worker_entry& entry, protocol::checked_spec chec
   register_with(st.inspector, "worker_proxy", "worker_proxy:" + entry.id, entry.proxy);
 }
 
-void stop_proxy(self_ptr self, worker_entry& entry) {
+void stop_proxy(self_ptr self, const worker_entry& entry) {
   self->send(entry.proxy, drain_atom_v);
   deregister_from(self->state.inspector, entry.proxy);
 }
@@ -149,10 +269,12 @@ bool apply_live(self_ptr self, const worker_record& r) {
       r.spec.model_id && r.models.empty() ? std::vector<std::string>{*r.spec.model_id} : r.models;
   if (it != st.workers.end() && (*it)->spec == r.spec) {
     // Same worker, newer card: keep the proxy (and its health), take the models.
-    (*it)->models = std::move(models);
-    (*it)->version = r.version;
-    (*it)->origin = r.origin;
-    (*it)->key_missing = r.key_withheld && r.spec.api_key.empty();
+    auto next = std::make_shared<worker_entry>(**it);
+    next->models = std::move(models);
+    next->version = r.version;
+    next->origin = r.origin;
+    next->key_missing = r.key_withheld && r.spec.api_key.empty();
+    replace(st, it, std::move(next));
     return true;
   }
   std::string why;
@@ -161,11 +283,12 @@ bool apply_live(self_ptr self, const worker_record& r) {
     logs::registry().warn("worker {} from {}: invalid here ({}), not served", r.id, r.origin, why);
     if (it != st.workers.end()) {
       stop_proxy(self, **it);
-      st.workers.erase(it);
+      erase(st, it);
     }
     return false;
   }
   auto entry = std::make_shared<worker_entry>();
+  entry->seq = ++st.next_seq;
   entry->id = r.id;
   entry->spec = checked->spec;
   entry->url = checked->url;
@@ -186,15 +309,13 @@ bool apply_live(self_ptr self, const worker_record& r) {
   if (it != st.workers.end()) {
     // The spec changed (registered again elsewhere): a new proxy, at the same place.
     stop_proxy(self, **it);
-    *it = entry;
+    entry->seq = (*it)->seq;
+    replace(st, it, entry);
   } else {
-    for (auto& w : st.workers) {
-      if (w->spec.url == entry->spec.url) {
-        logs::registry().warn("worker {} and {} share the url {}", w->id, entry->id,
-                              entry->spec.url);
-      }
+    if (auto* w = find_url(st, entry->spec.url)) {
+      logs::registry().warn("worker {} and {} share the url {}", w->id, entry->id, entry->spec.url);
     }
-    st.workers.push_back(entry);
+    append(st, entry);
   }
   logs::registry().info("worker {} {} ({}) from {}", entry->id, entry->spec.url,
                         to_string(entry->spec.type), r.origin);
@@ -237,7 +358,7 @@ record_batch merge(self_ptr self, record_batch& batch) {
       if (auto w = find_live(st, r.id); w != st.workers.end()) {
         stop_proxy(self, **w);
         logs::registry().info("removed worker {} {} (by {})", r.id, (*w)->spec.url, r.origin);
-        st.workers.erase(w);
+        erase(st, w);
       }
     } else {
       apply_live(self, r);
@@ -325,15 +446,13 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         if (!checked->spec.api_key.empty()) {
           st.local_keys[checked->spec.url] = checked->spec.api_key;
         }
-        for (auto& w : st.workers) {
-          if (w->spec.url == checked->spec.url) {
-            if (auto id = supply_key(self, *w, checked->spec)) {
-              return *id;
-            }
-            return make_caf_error(protocol::error_code::conflict, "worker " + checked->spec.url +
-                                                                      " is already registered as " +
-                                                                      w->id);
+        if (auto* w = find_url(st, checked->spec.url)) {
+          if (auto id = supply_key(self, *w, checked->spec)) {
+            return *id;
           }
+          return make_caf_error(protocol::error_code::conflict, "worker " + checked->spec.url +
+                                                                    " is already registered as " +
+                                                                    w->id);
         }
         // The id follows the URL; a tombstone of the same URL is this worker coming back.
         auto id = worker_id_for(checked->spec.url);
@@ -353,6 +472,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         sign(st, r);
         r.registered_ms = r.stamp_ms;
         auto entry = std::make_shared<worker_entry>();
+        entry->seq = ++st.next_seq;
         entry->id = r.id;
         entry->spec = checked->spec;
         entry->url = checked->url;
@@ -364,7 +484,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         start_proxy(self, *entry, std::move(*checked));
         logs::registry().info("registered worker {} {} ({})", entry->id, entry->spec.url,
                               to_string(entry->spec.type));
-        st.workers.push_back(entry);
+        append(st, entry);
         store(st, r);
         publish(self);
         return replicate(self, r, entry->id);
@@ -390,7 +510,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         r.spec.api_key.clear();
         r.key_withheld = false;
         sign(st, r);
-        st.workers.erase(it);
+        erase(st, it);
         store(st, r);
         publish(self);
         return replicate(self, r, true);
@@ -401,17 +521,20 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         if (it == st.workers.end() || (*it)->models == models) {
           return;
         }
-        (*it)->models = std::move(models);
+        auto next = std::make_shared<worker_entry>(**it);
+        next->models = std::move(models);
         auto rec = st.records.find(id);
         if (rec == st.records.end()) {
+          replace(st, it, std::move(next));
           return publish(self);
         }
         // The model card is shared: the first node to read it tells the others.
         auto r = rec->second;
-        r.models = (*it)->models;
+        r.models = next->models;
         sign(st, r);
-        (*it)->version = r.version;
-        (*it)->origin = r.origin;
+        next->version = r.version;
+        next->origin = r.origin;
+        replace(st, it, std::move(next));
         store(st, r);
         publish(self);
         replicate(self, r);
@@ -434,6 +557,9 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         return out;
       },
       [self](subscribe_atom, replication_listener& l) {
+        if (self->state.snapshot_stale) {
+          build_snapshot(self->state);
+        }
         self->send(l, publish_atom_v, self->state.view->get());
         self->state.replicators.push_back(std::move(l));
       },
@@ -442,9 +568,14 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
           self->send(w->proxy, stop_atom_v);
         }
         self->state.workers.clear();
+        self->state.by_id.clear();
+        self->state.by_url.clear();
+        self->state.index = {};
         publish(self);
+        notify(self);
         self->quit();
       },
+      [self](publish_atom) { notify(self); },
       [self](inspect_atom) { return inspect_state(self).dump(); },
   };
 }

@@ -64,6 +64,8 @@ using registry_actor = caf::typed_actor<
     caf::reacts_to<subscribe_atom, replication_listener>,
     /// Drains every worker proxy and stops (node shutdown).
     caf::reacts_to<stop_atom>,
+    /// Tells the listeners about the current snapshot (sent to itself after writes).
+    caf::reacts_to<publish_atom>,
     /// The registry's state as JSON, for the admin endpoint.
     caf::replies_to<inspect_atom>::with<std::string>>;
 

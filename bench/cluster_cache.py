@@ -146,16 +146,22 @@ def one(args, n, policy, share):
             hits += c["hits"]
             misses += c["misses"]
         bytes_sent = 0
-        if n > 1 and policy == "cache_aware":
-            for u in urls:
-                for a in get_json(u + "/admin/actors")["actors"]:
-                    if a.get("kind") == "cluster_node":
-                        full = get_json(u + f"/admin/actors/{a['id']}")
-                        bytes_sent += full["state"]["prefix_view"]["bytes_sent"]
+        picks = {}
+        for u in urls:
+            for a in get_json(u + "/admin/actors")["actors"]:
+                if a.get("kind") == "cluster_node" and policy == "cache_aware":
+                    full = get_json(u + f"/admin/actors/{a['id']}")
+                    bytes_sent += full["state"]["prefix_view"]["bytes_sent"]
+                if a.get("name") == "policy:regular":
+                    # cache_aware's decisions, summed over the nodes (picks.cache_hit, ...)
+                    for k, v in a.items():
+                        if k.startswith("picks.") and isinstance(v, int):
+                            picks[k[6:]] = picks.get(k[6:], 0) + v
         return {"nodes": n, "policy": policy, "share": share, "ok": stage["ok"],
                 "failed": stage["failed"], "hit_rate": hits / max(1, hits + misses),
                 "ttft_p50_ms": stage["ttft_ms"]["p50"], "ttft_p90_ms": stage["ttft_ms"]["p90"],
-                "ttft_p99_ms": stage["ttft_ms"]["p99"], "prefix_bytes_sent": bytes_sent}
+                "ttft_p99_ms": stage["ttft_ms"]["p99"], "prefix_bytes_sent": bytes_sent,
+                "picks": picks}
     finally:
         procs.stop_all()
 
@@ -200,7 +206,8 @@ def main():
                           f"{row['ttft_p50_ms']:.1f} p90 {row['ttft_p90_ms']:.1f} p99 "
                           f"{row['ttft_p99_ms']:.1f} ms  ok {row['ok']} failed {row['failed']}"
                           + (f"  prefix bytes sent {row['prefix_bytes_sent']}"
-                             if row["prefix_bytes_sent"] else ""), flush=True)
+                             if row["prefix_bytes_sent"] else "")
+                          + (f"  picks {row['picks']}" if row["picks"] else ""), flush=True)
 
     # Medians over rounds, and each configuration against one node of the same policy.
     print("\n| policy | view | nodes | hit rate | TTFT p50 | p90 | p99 | hit rate − 1 node | "

@@ -21,7 +21,21 @@ CHAT_ANSWER = json.dumps({
 MODELS = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
 
-def _conf(tmp, ports):
+def _chat_location(chat_upstream):
+    if not chat_upstream:
+        return f"location = /v1/chat/completions {{ return 200 '{CHAT_ANSWER}'; }}"
+    return f"""location = /v1/chat/completions {{
+      proxy_pass http://chat_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 600s;
+    }}"""
+
+
+def _conf(tmp, ports, chat_upstream=None):
+    upstream = (f"upstream chat_upstream {{ server {chat_upstream}; keepalive 256; }}"
+                if chat_upstream else "")
     listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
     return f"""
 worker_processes 1;
@@ -40,21 +54,24 @@ http {{
   fastcgi_temp_path {tmp}/fastcgi;
   uwsgi_temp_path {tmp}/uwsgi;
   scgi_temp_path {tmp}/scgi;
+  {upstream}
   server {{
 {listens}
     default_type application/json;
     location = /health {{ return 200 'ok'; }}
     location = /v1/models {{ return 200 '{MODELS}'; }}
-    location = /v1/chat/completions {{ return 200 '{CHAT_ANSWER}'; }}
+    {_chat_location(chat_upstream)}
   }}
 }}
 """
 
 
 class FakeWorkers:
-    """nginx on `ports`, started at once (prefix: e.g. ["taskset", "-c", "1"])."""
+    """nginx on `ports`, started at once (prefix: e.g. ["taskset", "-c", "1"]). With
+    `chat_upstream` ("127.0.0.1:port", e.g. bench/slow_upstream.py), chat completions are passed
+    there instead of answered at once (health checks and /v1/models still are)."""
 
-    def __init__(self, ports, prefix=()):
+    def __init__(self, ports, prefix=(), chat_upstream=None):
         self.ports = list(ports)
         self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         self.tmp = tempfile.mkdtemp(prefix="troupe-fake-worker-")
@@ -62,7 +79,7 @@ class FakeWorkers:
             os.makedirs(os.path.join(self.tmp, d), exist_ok=True)
         conf = os.path.join(self.tmp, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(_conf(self.tmp, self.ports))
+            f.write(_conf(self.tmp, self.ports, chat_upstream))
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         self.proc = subprocess.Popen([*prefix, nginx, "-c", conf], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)

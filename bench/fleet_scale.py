@@ -8,13 +8,15 @@ wrk sends chat requests at concurrency 1 and 64. For every fleet size and policy
 p50 and p99, the ratio to the smallest fleet of the same round, the time to register the fleet
 (until listed, and until every worker is routable), and the gateway's RSS per worker. With
 --churn R, each measurement is repeated while a thread adds and removes workers at R operations
-per second (half adds, half removes), counting requests that failed.
+per second (half adds, half removes), counting requests that failed. It also records the
+gateway's CPU time per request (user + system, /proc): on a shared machine requests/s follows
+what the neighbours leave of the cores, CPU per request much less.
 
 The gateway is pinned to --gateway-cpu, nginx and wrk to --load-cpus (taskset), as the issue's
 measurements were.
 
 Usage: bench/fleet_scale.py [--workers 4 500 2000 4000] [--policies round_robin ...]
-           [--rounds 3] [--duration 5] [--concurrency 1 64] [--register flag|post]
+           [--rounds 3] [--duration 5] [--warmup S] [--concurrency 1 64] [--register flag|post]
            [--churn 50] [--build build] [--json out.json]
 Needs wrk, nginx and taskset (scripts/install-deps.sh).
 """
@@ -212,25 +214,39 @@ class Churn(threading.Thread):
         c.close()
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def parse_wrk(out):
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    total = int(re.search(r"(\d+) requests in", out).group(1))
     lat = {}
     for pct, val, unit in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M):
         lat[pct] = float(val) * UNITS[unit]
     errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
                               out)
-    return {"rps": rps, "p50_ms": lat.get("50"), "p99_ms": lat.get("99"),
+    return {"rps": rps, "requests": total, "p50_ms": lat.get("50"), "p99_ms": lat.get("99"),
             "non2xx": int(errors.group(1)) if errors else 0,
             "socket_errors": sum(int(x) for x in socket_errors.groups()) if socket_errors else 0}
 
 
-def run_wrk(port, conc, duration, script, cpus):
+def run_wrk(port, conc, duration, script, cpus, pid=None):
+    """wrk's figures; with the gateway's `pid`, also the gateway's CPU time per request (µs):
+    on a shared machine throughput follows what the neighbours leave, CPU per request less so."""
     threads = 1 if conc == 1 else 2
     cmd = ["taskset", "-c", cpus, "wrk", "-t", str(threads), "-c", str(conc),
            "-d", f"{duration}s", "--latency", "-s", script, f"http://127.0.0.1:{port}"]
+    cpu0 = cpu_seconds(pid) if pid else 0
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return parse_wrk(out)
+    res = parse_wrk(out)
+    if pid:
+        res["cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / max(res["requests"], 1)
+    return res
 
 
 def main():
@@ -245,6 +261,8 @@ def main():
     ap.add_argument("--register", choices=["flag", "post"], default="flag")
     ap.add_argument("--churn", type=float, default=0,
                     help="also measure while adding/removing this many workers per second")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="seconds of load before measuring (default 1 + W/500)")
     ap.add_argument("--gateway-cpu", default="0")
     ap.add_argument("--load-cpus", default="1")
     ap.add_argument("--log-level", default="warn")
@@ -276,18 +294,22 @@ def main():
                     gw = Gateway(troupe_bin, policy, urls[:w], args.register, args.gateway_cpu,
                                  args.log_level)
                     try:
-                        run_wrk(gw.port, 8, 1, script, args.load_cpus)  # warm-up
+                        # Warm-up: long enough that every worker has its upstream connections
+                        # open (a lap of the fleet and more); the steady state is measured.
+                        warmup = args.warmup if args.warmup is not None else 1 + w // 500
+                        run_wrk(gw.port, 64, warmup, script, args.load_cpus)
                         row = {"round": rnd + 1, "policy": policy, "workers": w,
                                "register": args.register, "listed_s": gw.listed_s,
                                "routable_s": gw.routable_s, "rss_mb": gw.rss,
                                "rss_empty_mb": gw.rss_empty}
                         for c in args.concurrency:
                             row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
-                                                   args.load_cpus)
+                                                   args.load_cpus, gw.proc.pid)
                             if args.churn:
                                 churn = Churn(gw.port, spare_urls, args.churn)
                                 churn.start()
-                                res = run_wrk(gw.port, c, args.duration, script, args.load_cpus)
+                                res = run_wrk(gw.port, c, args.duration, script, args.load_cpus,
+                                              gw.proc.pid)
                                 churn.stop_flag.set()
                                 churn.join()
                                 res["churn_ops"] = churn.ops
@@ -301,7 +323,7 @@ def main():
                     for c in args.concurrency:
                         r = row[f"c{c}"]
                         line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
-                                f"p99 {r['p99_ms']:.3f}"
+                                f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req"
                         if r["non2xx"] or r["socket_errors"]:
                             line += f" ERR {r['non2xx']}+{r['socket_errors']}"
                         if args.churn:
@@ -328,6 +350,7 @@ def print_summary(args, results):
     head = f"{'policy':<15} {'W':>5} {'listed s':>8} {'routable s':>10} {'RSS MB':>7} {'KB/worker':>9}"
     for c in args.concurrency:
         head += f" {'c' + str(c) + ' req/s':>11} {'ratio':>6} {'p50 ms':>7} {'p50 x':>6} {'p99 ms':>7}"
+        head += f" {'cpu us':>6} {'cpu x':>5}"
         if args.churn:
             head += f" {'churn p99':>9} {'p99 x':>6} {'fail':>5}"
     print(head)
@@ -349,6 +372,8 @@ def print_summary(args, results):
                 line += f" {med(lambda r: r[k]['rps']):>11.0f} {ratio:>6.2f} " \
                         f"{med(lambda r: r[k]['p50_ms']):>7.3f} {p50x:>6.2f} " \
                         f"{med(lambda r: r[k]['p99_ms']):>7.3f}"
+                cpux = med(lambda r: r[k]["cpu_us"] / base[r["round"]][k]["cpu_us"])
+                line += f" {med(lambda r: r[k]['cpu_us']):>6.1f} {cpux:>5.2f}"
                 if args.churn:
                     ck = f"c{c}_churn"
                     p99x = med(lambda r: r[ck]["p99_ms"] / r[k]["p99_ms"])

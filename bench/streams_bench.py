@@ -117,7 +117,9 @@ def many(args, results):
         tokens = args.stream_seconds
         sims = [procs.sim("--ttft-base-ms", 200, "--prefill-us-per-token", 0, "--itl-ms", 1000,
                           "--output-tokens", tokens) for _ in range(args.sims)]
-        gw, gw_proc = procs.troupe(sims)
+        # The default --max-connections (8192) refuses client connections beyond it: the
+        # run raises it to the streams it holds (plus room for the health and RSS probes).
+        gw, gw_proc = procs.troupe(sims, "--max-connections", args.streams + 64)
         idle = rss_mb(gw_proc.pid)
         peak = [idle]
         stop = threading.Event()

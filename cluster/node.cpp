@@ -5,6 +5,7 @@
 #include "cluster/node.hpp"
 
 #include "actors/errors.hpp"
+#include "cluster/cpu_meter.hpp"
 #include "cluster/node_state.hpp"
 #include "services/logs.hpp"
 
@@ -113,11 +114,13 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
   // handlers below receive comes from this node.
   return {
       [self](gossip_atom, peer_actor& sender, std::string& bytes) {
+        cpu_meter busy{self->state.cpu_ns};
         on_gossip(self, sender, bytes);
       },
       [self](endpoint_atom, peer_actor& endpoint) { self->state.endpoint = std::move(endpoint); },
       [self](publish_atom, actors::fleet_ptr& fleet) {
         auto& st = self->state;
+        cpu_meter busy{st.cpu_ns};
         auto digest_changed = !st.fleet || st.fleet->digest != fleet->digest;
         st.fleet = std::move(fleet);
         apply_all_remote_loads(self);
@@ -127,6 +130,7 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
         maybe_persist(self);
       },
       [self](changes_atom, actors::record_batch& records) -> caf::result<std::string> {
+        cpu_meter busy{self->state.cpu_ns};
         if (self->state.stopping) {
           return actors::make_caf_error(protocol::error_code::service_unavailable,
                                         "the node is shutting down");
@@ -134,8 +138,14 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
         broadcast_records(self, records);
         return confirm_write(self, records);
       },
-      [self](tick_atom) { tick(self); },
-      [self](prefix_atom) { on_fresh_prefixes(self); },
+      [self](tick_atom) {
+        cpu_meter busy{self->state.cpu_ns};
+        tick(self);
+      },
+      [self](prefix_atom) {
+        cpu_meter busy{self->state.cpu_ns};
+        on_fresh_prefixes(self);
+      },
       [self](persist_atom) {
         save(self, [self](bool) {
           self->state.persist_pending = false;

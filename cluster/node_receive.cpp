@@ -4,6 +4,7 @@
 // of another member. With TLS only holders of a certificate from the cluster CA can link at
 // all; without TLS anyone who reaches the port can (docs/cluster.md, "Securing a cluster").
 
+#include "cluster/cpu_meter.hpp"
 #include "cluster/node_state.hpp"
 #include "cluster/version_guard.hpp"
 #include "services/logs.hpp"
@@ -111,6 +112,7 @@ void on_sync(node_self self, const std::string& from, protocol::registry_sync& s
       .then(
           [self, from, ack = std::move(ack)](actors::record_batch& taken) mutable {
             auto& st = self->state;
+            cpu_meter busy{st.cpu_ns};
             if (st.stopping) {
               return;
             }
@@ -341,7 +343,7 @@ void member_down(node_self self, const std::string& name, std::string reason) {
     logs::cluster().info("the other node called {} (at {}) is taken as the member now", name,
                          std::get<protocol::cluster_hello>(dup.hello.body).cluster_address);
     admit(self, name, dup.actor);
-    deliver(self, dup.hello);
+    deliver(self, dup.hello, 0); // a hello: no prefix bytes to count
   }
   publish_status(self);
 }

@@ -94,6 +94,7 @@ struct node_state {
   std::uint64_t messages_out = 0;
   std::uint64_t bytes_in = 0;
   std::uint64_t bytes_out = 0;
+  std::uint64_t cpu_ns = 0; ///< Thread CPU time of the main handlers (cpu_meter.hpp).
   std::string last_decode_error;
   std::uint64_t full_syncs_sent = 0;
   std::uint64_t full_syncs_received = 0;

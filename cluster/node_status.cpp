@@ -146,6 +146,7 @@ nlohmann::json inspect_state(node_self self) {
           {"messages_out", st.messages_out},
           {"bytes_in", st.bytes_in},
           {"bytes_out", st.bytes_out},
+          {"cpu_seconds", static_cast<double>(st.cpu_ns) / 1e9},
           {"refused", std::move(refused)},
           {"refused_total", st.deps.refusals->total()},
           {"decode_errors", st.deps.refusals->get(refusal::malformed)},

@@ -32,7 +32,7 @@ struct metrics::impl {
       2.5,   5,      10,    15,   30,    60,   120, 180,  240};
   /// Propagation buckets (seconds): a gossip round takes milliseconds, a partition seconds.
   const prom::Histogram::BucketBoundaries propagation_buckets{
-      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 1, 2.5, 5, 10};
 
   std::shared_ptr<prom::Registry> registry = std::make_shared<prom::Registry>();
   std::shared_ptr<detail::worker_gauge_families> workers =

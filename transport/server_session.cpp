@@ -1,5 +1,9 @@
 #include "transport/server_session.hpp"
 
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+#include "transport/memory_stream.hpp"
+#endif
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/write.hpp>
 #include <type_traits>
@@ -110,8 +114,8 @@ template <class Stream> void server_session<Stream>::do_write() {
         return net::transfer_all()(ec, n);
       },
       [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
-  if (!watch_.armed() && watch_.enabled()) {
-    watch_.begin(socket());
+  if (!watch_.armed() && watch_.enabled() && socket()) {
+    watch_.begin(*socket());
     watch_writes();
   }
 }
@@ -182,7 +186,7 @@ template <class Stream> void server_session<Stream>::on_write_watch(error_code e
   if (ec || closed_ || !writing_) {
     return watch_.disarmed();
   }
-  if (watch_.look(socket())) {
+  if (watch_.look(*socket())) {
     return write_timed_out();
   }
   watch_writes();
@@ -198,7 +202,9 @@ template <class Stream> void server_session<Stream>::write_timed_out() {
     current_->client_stalled();
   }
   error_code ignored;
-  socket().set_option(net::socket_base::linger(true, 0), ignored);
+  if (auto* s = socket()) {
+    s->set_option(net::socket_base::linger(true, 0), ignored);
+  }
   client_gone();
 }
 
@@ -236,12 +242,17 @@ template <class Stream> void server_session<Stream>::close() {
   if (deadline_armed_) {
     deadline_.cancel();
   }
-  error_code ignored;
-  socket().shutdown(tcp::socket::shutdown_both, ignored);
+  if (auto* s = socket()) {
+    error_code ignored;
+    s->shutdown(tcp::socket::shutdown_both, ignored);
+  }
   beast::get_lowest_layer(stream_).close();
 }
 
 template class server_session<beast::tcp_stream>;
 template class server_session<tls_stream>;
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+template class server_session<memory_stream>;
+#endif
 
 } // namespace troupe::transport

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace troupe::transport {
@@ -21,7 +22,8 @@ namespace troupe::transport {
 /// A client connection over TLS.
 using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
-/// One client connection over `Stream` (`beast::tcp_stream`, or `tls_stream` for HTTPS): reads
+/// One client connection over `Stream` (`beast::tcp_stream`, or `tls_stream` for HTTPS; in a
+/// fuzz build also `memory_stream`, see TROUPE_MEMORY_STREAM_SESSIONS): reads
 /// requests (and keeps reading to notice a disconnect or a pipelined request), hands each to the
 /// handler, writes the responses in order. Follows Beast's `example/http/server/async`; runs on
 /// one strand. The listener counts it in `conn_stats->open` (it leaves the count when it dies).
@@ -54,8 +56,14 @@ private:
     body, ///< The rest of a request's body.
   };
 
-  /// The TCP socket under the stream.
-  tcp::socket& socket() { return beast::get_lowest_layer(stream_).socket(); }
+  /// The TCP socket under the stream; none under a `memory_stream` (the fuzz harness's).
+  tcp::socket* socket() {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream> || std::is_same_v<Stream, tls_stream>) {
+      return &beast::get_lowest_layer(stream_).socket();
+    } else {
+      return nullptr;
+    }
+  }
 
   /// The current response is this one and still accepts calls.
   bool is_current(std::uint64_t seq) const {

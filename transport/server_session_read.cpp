@@ -5,6 +5,10 @@
 #include "transport/read_buffer.hpp"
 #include "transport/server_session.hpp"
 
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+#include "transport/memory_stream.hpp"
+#endif
+
 #include <boost/asio/write.hpp>
 #include <iterator>
 
@@ -324,5 +328,8 @@ std::chrono::steady_clock::duration server_session<Stream>::head_timeout() const
 
 TROUPE_SESSION_READING(beast::tcp_stream)
 TROUPE_SESSION_READING(tls_stream)
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+TROUPE_SESSION_READING(memory_stream)
+#endif
 
 } // namespace troupe::transport

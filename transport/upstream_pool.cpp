@@ -16,6 +16,9 @@ bool still_open(upstream_connection& conn) {
   if (std::chrono::steady_clock::now() - conn.idle_since < probe_after_idle) {
     return true;
   }
+  if (!conn.over_tcp()) {
+    return true; // an in-memory stream: a closed one fails on first use, and is retried
+  }
   char probe;
   auto fd = conn.tcp().socket().native_handle();
   auto n = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -60,6 +63,13 @@ upstream_pool::connection_ptr upstream_pool::acquire() {
 }
 
 upstream_pool::connection_ptr upstream_pool::fresh(upstream_connection::executor_type ex) {
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+  if (dial_) {
+    auto conn = std::make_unique<upstream_connection>(ex, dial_(ex));
+    note_connected(*conn);
+    return conn;
+  }
+#endif
   return std::make_unique<upstream_connection>(std::move(ex), tls_.get());
 }
 
@@ -91,11 +101,9 @@ void upstream_pool::discard(connection_ptr conn) {
     open_.fetch_sub(1, std::memory_order_relaxed);
     conn->connected = false;
   }
-  beast::error_code ignored;
   // No TLS close_notify: the connection is dropped either way, and waiting for the peer's
   // answer would hold it open.
-  conn->tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
-  conn->tcp().socket().close(ignored);
+  conn->close();
 }
 
 void upstream_pool::close_idle() {

@@ -13,45 +13,101 @@
 #include <variant>
 #include <vector>
 
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+#include "transport/memory_stream.hpp"
+
+#include <functional>
+#endif
+
 namespace troupe::transport {
 
-/// One keep-alive connection to an upstream worker: plain TCP, or TLS over TCP.
+/// One keep-alive connection to an upstream worker: plain TCP, or TLS over TCP (in a fuzz
+/// build also an in-memory stream, see `upstream_pool::dial_memory`).
 struct upstream_connection {
   /// A strand of the io_context, or (one io thread) the io_context's own executor.
   using executor_type = net::any_io_executor;
   using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+  using stream_type = std::variant<beast::tcp_stream, tls_stream
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+                                   ,
+                                   memory_stream
+#endif
+                                   >;
 
   /// A plain connection when `tls` is null, else a TLS one using that context.
   upstream_connection(executor_type ex, net::ssl::context* tls)
       : strand(ex), stream(make_stream(std::move(ex), tls)) {}
 
-  /// The TCP layer (timeouts, socket options, close).
-  beast::tcp_stream& tcp() noexcept {
-    return std::visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); },
-                      stream);
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+  /// A connection over an in-memory stream, connected from the start.
+  upstream_connection(executor_type ex, memory_stream s)
+      : strand(std::move(ex)), stream(std::move(s)) {}
+#endif
+
+  /// The TCP layer (connect, socket options); a connection over TCP only.
+  beast::tcp_stream& tcp() {
+    if (auto* plain = std::get_if<beast::tcp_stream>(&stream)) {
+      return *plain;
+    }
+    return beast::get_lowest_layer(std::get<tls_stream>(stream));
+  }
+
+  /// The next operation must end by `t`.
+  void expires_at(std::chrono::steady_clock::time_point t) {
+    if (over_tcp()) {
+      tcp().expires_at(t);
+    }
+  }
+
+  /// Ends the pending operations (with `operation_aborted`).
+  void cancel() {
+    if (over_tcp()) {
+      return tcp().cancel();
+    }
+    close();
+  }
+
+  /// Closes the connection, without a TLS close_notify.
+  void close() {
+    if (over_tcp()) {
+      beast::error_code ignored;
+      tcp().socket().shutdown(net::socket_base::shutdown_both, ignored);
+      tcp().socket().close(ignored);
+      return;
+    }
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+    std::get<memory_stream>(stream).close();
+#endif
   }
 
   /// Calls `f` with the stream HTTP is read from and written to (`tcp_stream` or `tls_stream`).
-  template <class F> decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream); }
+  template <class F> decltype(auto) visit(F&& f) {
+    return std::visit(std::forward<F>(f), stream);
+  }
 
   /// True for a TLS connection.
-  bool secure() const noexcept { return stream.index() == 1; }
+  bool secure() const noexcept {
+    return stream.index() == 1;
+  }
+
+  /// True for a connection over TCP (with or without TLS).
+  bool over_tcp() const noexcept {
+    return stream.index() <= 1;
+  }
 
   executor_type strand; ///< Every operation on `stream` runs here (a strand with >1 io thread).
-  std::variant<beast::tcp_stream, tls_stream> stream;
+  stream_type stream;
   beast::flat_buffer buffer;
   bool connected = false; ///< The socket is connected (and, with TLS, the handshake done).
   bool reused = false;    ///< Taken from the idle list: the server may have closed it meanwhile.
   std::chrono::steady_clock::time_point idle_since; ///< When it was returned to the pool.
 
 private:
-  static std::variant<beast::tcp_stream, tls_stream> make_stream(executor_type ex,
-                                                                 net::ssl::context* tls) {
+  static stream_type make_stream(executor_type ex, net::ssl::context* tls) {
     if (tls) {
-      return std::variant<beast::tcp_stream, tls_stream>{std::in_place_index<1>, std::move(ex),
-                                                         *tls};
+      return stream_type{std::in_place_index<1>, std::move(ex), *tls};
     }
-    return std::variant<beast::tcp_stream, tls_stream>{std::in_place_index<0>, std::move(ex)};
+    return stream_type{std::in_place_index<0>, std::move(ex)};
   }
 };
 
@@ -109,6 +165,14 @@ public:
   /// Idle connections kept for reuse.
   std::size_t idle_connections() const;
 
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+  /// Fuzz builds: new connections are in-memory streams `dial(executor)` makes, connected at
+  /// once (the worker is whoever holds the other end). Set before the first `acquire`.
+  void dial_memory(std::function<memory_stream(net::any_io_executor)> dial) {
+    dial_ = std::move(dial);
+  }
+#endif
+
 private:
   net::io_context& ioc_;
   std::string host_;
@@ -120,6 +184,9 @@ private:
   std::vector<connection_ptr> idle_;
   std::vector<tcp::endpoint> endpoints_;
   std::atomic<std::size_t> open_{0};
+#ifdef TROUPE_MEMORY_STREAM_SESSIONS
+  std::function<memory_stream(net::any_io_executor)> dial_;
+#endif
 };
 
 } // namespace troupe::transport

@@ -1,9 +1,11 @@
+#include "actors/policies/candidate_positions.hpp"
 #include "actors/policies/prompt_text.hpp"
 #include "actors/policies/strategy.hpp"
 
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,7 +35,11 @@ public:
 
   std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
     const auto now = now_();
-    auto& b = model_state(sel.model, now);
+    eligible_sample(cands, sel, rng_, sample_);
+    if (sample_.empty()) {
+      return npos;
+    }
+    auto& b = model_state(sel.model, cands, now);
     expire(b, now);
     if (now - b.last_adjust >= cfg_.bucket_adjust_interval) {
       adjust(b);
@@ -41,10 +47,10 @@ public:
     }
     const auto length = prompt_text(sel.prompt, joined_).size();
     std::size_t k = imbalanced_pick(b, cands);
-    if (k != cands.size()) {
+    if (k != npos) {
       ++balanced_;
     } else {
-      k = range_pick(b, cands, length);
+      k = range_pick(b, cands, sel, length);
       ++by_range_;
     }
     b.window.push_back({now, length, cands[k]->id});
@@ -52,15 +58,11 @@ public:
     return k;
   }
 
-  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
-    workers_.clear();
-    for (auto& w : fleet.workers) {
-      if (w->spec.type == role) {
-        workers_.push_back(w);
-      }
-    }
+  void on_fleet(const fleet_snapshot&, protocol::worker_type) override {
+    // No entry is kept (it would keep a removed worker's proxy alive): a model's members are
+    // read from its candidates on its next pick.
     for (auto& [_, b] : states_) {
-      b.stale = true; // its members are looked at again on its next pick
+      b.stale = true;
     }
   }
 
@@ -95,26 +97,32 @@ private:
 
   struct state {
     std::vector<std::string> members; ///< Worker ids serving the model, registration order.
+    std::vector<std::uint64_t> seqs;  ///< Their registration order (where to find them).
     std::vector<std::size_t> upper;   ///< Largest length of each member's range.
     std::deque<sample> window;        ///< Requests of the last interval, oldest first.
     std::unordered_map<std::string, std::size_t> bytes; ///< Prompt bytes per worker, in it.
     std::size_t share = 0; ///< Bytes per worker when the ranges were last fitted.
     clock_type::time_point last_adjust;
     bool stale = true;
+    const void* list = nullptr; ///< The candidate list `members` was read from.
   };
 
-  /// The state of `model`, its members brought up to date with the fleet.
-  state& model_state(const std::string& model, clock_type::time_point now) {
+  /// The state of `model`, its members brought up to date with the fleet: `cands`, every
+  /// worker of the model (the index's list, routable or not, in registration order).
+  state& model_state(const std::string& model, const std::vector<const worker_entry*>& cands,
+                     clock_type::time_point now) {
     auto& b = states_[model];
-    if (!b.stale) {
+    if (!b.stale && b.list == &cands) {
       return b;
     }
     b.stale = false;
+    b.list = &cands;
     std::vector<std::string> members;
-    for (auto& w : workers_) {
-      if (w->serves(model)) {
-        members.push_back(w->id);
-      }
+    members.reserve(cands.size());
+    b.seqs.clear();
+    for (auto* w : cands) {
+      members.push_back(w->id);
+      b.seqs.push_back(w->seq);
     }
     if (members != b.members) {
       // Another set of workers: even ranges again, as smg does on a change.
@@ -177,19 +185,19 @@ private:
     b.upper = std::move(upper);
   }
 
-  /// smg's imbalance test on the prompt bytes the candidates took in the window: the one that
-  /// took fewest, or `cands.size()` when they are balanced.
+  /// smg's imbalance test on the prompt bytes the eligible candidates (a sample of a large
+  /// group) took in the window: the one that took fewest, or npos when they are balanced.
   std::size_t imbalanced_pick(const state& b, const std::vector<const worker_entry*>& cands) const {
-    if (cands.size() < 2) {
-      return cands.size();
+    if (sample_.size() < 2) {
+      return npos;
     }
     auto bytes = [&](std::size_t i) {
       auto it = b.bytes.find(cands[i]->id);
       return it == b.bytes.end() ? std::size_t{0} : it->second;
     };
-    std::size_t lo = 0;
-    std::size_t hi = 0;
-    for (std::size_t i = 1; i < cands.size(); ++i) {
+    std::size_t lo = sample_[0];
+    std::size_t hi = sample_[0];
+    for (auto i : sample_) {
       lo = bytes(i) < bytes(lo) ? i : lo;
       hi = bytes(i) > bytes(hi) ? i : hi;
     }
@@ -197,21 +205,17 @@ private:
     const bool imbalanced = diff > cfg_.balance_abs_threshold &&
                             static_cast<double>(bytes(hi)) >
                                 cfg_.balance_rel_threshold * static_cast<double>(bytes(lo));
-    return imbalanced ? lo : cands.size();
+    return imbalanced ? lo : npos;
   }
 
   /// The candidate whose range holds `length`; when its worker cannot take the request, the
   /// candidate of the nearest range.
   std::size_t range_pick(const state& b, const std::vector<const worker_entry*>& cands,
-                         std::size_t length) const {
+                         const selection& sel, std::size_t length) {
     const auto n = b.members.size();
     auto candidate = [&](std::size_t m) {
-      for (std::size_t i = 0; i < cands.size(); ++i) {
-        if (cands[i]->id == b.members[m]) {
-          return i;
-        }
-      }
-      return cands.size();
+      auto i = position_of(cands, b.seqs[m], b.members[m]);
+      return i != npos && eligible(*cands[i], sel) ? i : cands.size();
     };
     if (n > 0) {
       const auto home = static_cast<std::size_t>(
@@ -226,12 +230,13 @@ private:
         }
       }
     }
-    return 0; // a candidate the ranges do not know yet (a fleet change since): any will do
+    return sample_.front(); // a candidate the ranges do not know yet: any will do
   }
 
   policy_config cfg_;
   clock_fn now_;
-  std::vector<worker_entry_ptr> workers_;         ///< Of the policy's role, registration order.
+  std::vector<std::size_t> sample_; ///< Scratch: eligible candidates looked at.
+  std::mt19937_64 rng_{std::random_device{}()};
   std::unordered_map<std::string, state> states_; ///< By model.
   std::string joined_;
   std::uint64_t by_range_ = 0;

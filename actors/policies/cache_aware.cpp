@@ -1,11 +1,14 @@
 #include "actors/policies/cache_score.hpp"
+#include "actors/policies/candidate_positions.hpp"
 #include "actors/policies/prompt_text.hpp"
 #include "actors/policies/radix_tree.hpp"
 #include "actors/policies/shared_prefix_view.hpp"
 #include "actors/policies/strategy.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,15 +18,18 @@ namespace troupe::actors {
 namespace {
 
 /// The cache-aware policy over one shared radix tree of the prompts each worker was sent
-/// (docs/policies.md). In `score` mode (the default) each candidate is scored by the prefix it
-/// holds against the requests queued at it (`cache_score.hpp`): the tree says what each worker
-/// holds, the score decides. In `smg` mode, while the load is balanced, a request follows the
-/// worker holding the longest prefix of its prompt when that covers at least `cache_threshold`
-/// of it, else goes to the worker holding the least text (the most cache room); when the load
-/// is imbalanced it goes to the least loaded worker. Either way its prompt is remembered for
-/// the chosen worker. In a cluster a shared prefix view (`shared_prefix_view.hpp`) adds, in
-/// both modes, what the other nodes sent each worker: a match is the longer of the tree's and
-/// the view's, and a worker's text the larger.
+/// (docs/policies.md). In `score` mode (the default) each candidate looked at is scored by the
+/// prefix it holds against the requests queued at it (`cache_score.hpp`): the tree says what
+/// each worker holds, the score decides. In `smg` mode, while the load is balanced, a request
+/// follows the worker holding the longest prefix of its prompt when that covers at least
+/// `cache_threshold` of it, else goes to the worker holding the least text (the most cache
+/// room); when the load is imbalanced it goes to the least loaded worker. Either way its prompt
+/// is remembered for the chosen worker. The candidates looked at are every eligible one of a
+/// small group, a random sample of a large one, plus (score mode) the holders of the longest
+/// match: a pick costs the same with 4 workers or 4,000. In a cluster a shared prefix view
+/// (`shared_prefix_view.hpp`) adds, in both modes, what the other nodes sent each worker: a
+/// match is the longer of the tree's and the view's, a worker's text the larger, and the
+/// holders of the view's longest match are looked at too.
 class cache_aware final : public strategy {
 public:
   explicit cache_aware(const policy_config& cfg)
@@ -39,13 +45,19 @@ public:
 
   std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
     auto text = prompt_text(sel.prompt, joined_);
-    assign_tenants(cands);
+    // The candidates looked at: every eligible one of a small list; a random sample of a
+    // large one (the power of `sample_size` choices), so a pick costs the same with 4 workers
+    // or 4,000. smg looks at every worker.
+    eligible_sample(cands, sel, rng_, sample_);
+    if (sample_.empty()) {
+      return npos;
+    }
     if (view_ && !text.empty()) {
       view_->hash(text);
     }
     std::size_t k;
     if (scored_ && !text.empty()) {
-      k = scored_pick(cands, text);
+      k = scored_pick(cands, sel, text);
     } else if (scored_) {
       k = least_loaded(cands);
       ++no_prompt_;
@@ -58,20 +70,14 @@ public:
       k = least_loaded(cands);
       ++no_prompt_;
     } else {
-      for (auto t : tenants_) {
-        eligible_[t] = 1;
-      }
-      auto matched = tree_.match(text, eligible_, holders_);
+      auto ok = accepted(cands, sel);
+      auto matched = tree_.match(text, ok, holders_, sample_size);
       if (view_) {
         // The cluster's picks: what other nodes sent to these workers.
-        matched = view_->widen(matched, eligible_, holders_);
-      }
-      for (auto t : tenants_) {
-        eligible_[t] = 0;
+        matched = view_->widen(matched, ok, holders_, sample_size);
       }
       auto ratio = static_cast<double>(matched) / static_cast<double>(text.size());
-      if (matched > 0 && ratio >= cfg_.cache_threshold) {
-        k = best_holder(cands);
+      if (matched > 0 && ratio >= cfg_.cache_threshold && (k = best_holder(cands)) != npos) {
         ++cache_hits_;
       } else {
         k = most_room(cands);
@@ -79,9 +85,10 @@ public:
       }
     }
     if (!text.empty()) {
-      tree_.insert(text, tenants_[k], cfg_.max_tree_size);
+      auto t = tenant_for(*cands[k]);
+      tree_.insert(text, t, cfg_.max_tree_size);
       if (view_) {
-        view_->record(tenants_[k], cands[k]->id);
+        view_->record(t, cands[k]->id);
       }
     }
     return k;
@@ -127,11 +134,15 @@ public:
       free_.push_back(it->second);
       it = tenant_of_.erase(it);
     }
-    // Candidates are entries of this snapshot: picks find their tenants by address.
+    // Candidates are entries of this snapshot: picks find their tenants by address, and the
+    // tree's tenants their workers by number.
     by_entry_.clear();
+    entry_of_.assign(entry_of_.size(), nullptr);
     for (auto& w : fleet.workers) {
       if (w->spec.type == role) {
-        by_entry_.emplace(w.get(), tenant_for(w->id));
+        auto t = tenant_for_id(w->id);
+        by_entry_.emplace(w.get(), t);
+        entry_of_[t] = w.get();
       }
     }
   }
@@ -164,21 +175,53 @@ public:
   }
 
 private:
-  /// `score` mode: what each candidate holds of `text`, weighed against its queue.
-  std::size_t scored_pick(const std::vector<const worker_entry*>& cands, std::string_view text) {
-    for (auto t : tenants_) {
-      eligible_[t] = 1;
-    }
-    tree_.match_each(text, eligible_, lengths_);
+  /// Tenants the tree may match: those of eligible candidates of this pick (the group's list).
+  std::function<bool(radix_tree::tenant)> accepted(const std::vector<const worker_entry*>& cands,
+                                                   const selection& sel) {
+    return [this, &cands, &sel](radix_tree::tenant t) {
+      auto* w = t < entry_of_.size() ? entry_of_[t] : nullptr;
+      return w && eligible(*w, sel) && position(cands, w) != npos;
+    };
+  }
+
+  /// `score` mode: what each candidate looked at holds of `text`, weighed against its queue.
+  /// Looked at: the sample, and the holders of the longest match among all the eligible
+  /// candidates (a sample of a large group would miss them).
+  std::size_t scored_pick(const std::vector<const worker_entry*>& cands, const selection& sel,
+                          std::string_view text) {
+    auto ok = accepted(cands, sel);
+    tree_.match(text, ok, holders_, sample_size);
     if (view_) {
-      // The cluster's picks: what other nodes sent to these workers, at block granularity.
-      view_->match_each(eligible_, view_lengths_);
-      for (auto t : tenants_) {
-        lengths_[t] = std::max(lengths_[t], view_lengths_[t]);
+      // The holders of the view's longest match (other nodes' picks) are looked at too.
+      view_->add_holders(ok, holders_, 2 * sample_size);
+    }
+    scored_index_ = sample_;
+    for (auto t : holders_) {
+      if (auto k = position(cands, entry_of_[t]); k != npos) {
+        scored_index_.push_back(k);
       }
     }
-    for (auto t : tenants_) {
-      eligible_[t] = 0;
+    // In candidate order, so ties go to the first candidate, as in a scan of the list.
+    std::sort(scored_index_.begin(), scored_index_.end());
+    scored_index_.erase(std::unique(scored_index_.begin(), scored_index_.end()),
+                        scored_index_.end());
+    for (auto i : scored_index_) {
+      auto t = tenant_for(*cands[i]);
+      if (scoring_.size() <= t) {
+        scoring_.resize(entry_of_.size(), 0);
+        lengths_.resize(entry_of_.size(), 0);
+      }
+      scoring_[t] = 1;
+    }
+    tree_.match_each(
+        text, [&](radix_tree::tenant t) { return t < scoring_.size() && scoring_[t]; },
+        [&](radix_tree::tenant t, std::size_t length) { lengths_[t] = length; });
+    if (view_) {
+      // The cluster's picks: what other nodes sent to these workers, at block granularity.
+      view_->match_each([&](radix_tree::tenant t) { return t < scoring_.size() && scoring_[t]; },
+                        [&](radix_tree::tenant t, std::size_t bytes) {
+                          lengths_[t] = std::max(lengths_[t], bytes);
+                        });
     }
     scored_cands_.clear();
     // A match below `cache_threshold` of the prompt (the JSON head every chat shares, a short
@@ -186,21 +229,24 @@ private:
     // go to the least loaded worker, then to the one with the most room, as in smg's mode.
     const auto worth = static_cast<double>(text.size()) * cfg_.cache_threshold;
     std::size_t longest = 0;
-    for (std::size_t i = 0; i < cands.size(); ++i) {
-      auto matched = lengths_[tenants_[i]];
+    for (auto i : scored_index_) {
+      auto t = tenant_for(*cands[i]);
+      auto matched = lengths_[t];
+      scoring_[t] = 0; // all 0 again between picks
+      lengths_[t] = 0;
       if (matched == 0 || static_cast<double>(matched) < worth) {
         matched = 0;
       }
       longest = std::max(longest, matched);
-      scored_cands_.push_back({matched, cands[i]->live->load(), held(i)});
+      scored_cands_.push_back({matched, cands[i]->live->load(), held(t)});
     }
     // The running mean prompt: what one request queued at a worker is taken to cost.
     const auto bytes = static_cast<double>(text.size());
     mean_prompt_ = mean_prompt_ == 0 ? bytes : mean_prompt_ + (bytes - mean_prompt_) / 64;
-    auto k = view_ && longest == 0
-                 ? first_sight(cands)
-                 : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
-    const auto matched = scored_cands_[k].matched;
+    auto best = view_ && longest == 0
+                    ? first_sight(cands)
+                    : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
+    const auto matched = scored_cands_[best].matched;
     if (matched == 0) {
       ++cache_misses_;
     } else {
@@ -209,36 +255,39 @@ private:
     if (matched < longest) {
       ++spilled_; // affinity given up for a shorter queue: the prefix gains a holder
     }
+    return scored_index_[best];
+  }
+
+  /// `score` mode with a shared view, for a prompt no candidate looked at holds enough of: the
+  /// worker every node would choose, so that nodes meeting a new prefix at once (before they
+  /// hear of each other's picks) place it on one worker. Of the scored candidates within one
+  /// request of the least loaded (nodes see each other's loads a gossip tick late), the one
+  /// holding the least text, then the one the prompt ranks first. Returns an index into
+  /// `scored_index_` (and `scored_cands_`). In a group larger than the sample, nodes draw
+  /// different samples and agree less.
+  std::size_t first_sight(const std::vector<const worker_entry*>& cands) const {
+    std::size_t lo = SIZE_MAX;
+    for (auto i : scored_index_) {
+      lo = std::min(lo, load(cands, i));
+    }
+    std::size_t k = npos;
+    std::pair<std::size_t, std::uint64_t> kb{};
+    for (std::size_t j = 0; j < scored_index_.size(); ++j) {
+      auto i = scored_index_[j];
+      if (load(cands, i) > lo + 1) {
+        continue;
+      }
+      std::pair b{scored_cands_[j].tree_bytes, view_->rank(cands[i]->id)};
+      if (k == npos || b < kb) {
+        k = j;
+        kb = b;
+      }
+    }
     return k;
   }
 
-  /// `score` mode with a shared view, for a prompt no candidate holds enough of: the worker
-  /// every node would choose, so that nodes meeting a new prefix at once (before they hear of
-  /// each other's picks) place it on one worker. Of the candidates within one request of the
-  /// least loaded (nodes see each other's loads a gossip tick late), the one holding the least
-  /// text, then the one the prompt ranks first.
-  std::size_t first_sight(const std::vector<const worker_entry*>& cands) const {
-    std::size_t lo = load(cands, 0);
-    for (std::size_t i = 1; i < cands.size(); ++i) {
-      lo = std::min(lo, load(cands, i));
-    }
-    return best(
-        cands, [&](std::size_t i) { return load(cands, i) <= lo + 1; },
-        [&](std::size_t i) { return held(i); },
-        [&](std::size_t i) { return view_->rank(cands[i]->id); });
-  }
-
-  /// Fills `tenants_` with each candidate's tree tenant.
-  void assign_tenants(const std::vector<const worker_entry*>& cands) {
-    tenants_.clear();
-    for (auto* w : cands) {
-      auto it = by_entry_.find(w);
-      tenants_.push_back(it != by_entry_.end() ? it->second : tenant_for(w->id));
-    }
-  }
-
   /// The tenant of worker `id`, given one when it has none yet.
-  radix_tree::tenant tenant_for(const std::string& id) {
+  radix_tree::tenant tenant_for_id(const std::string& id) {
     auto it = tenant_of_.find(id);
     if (it != tenant_of_.end()) {
       return it->second;
@@ -248,20 +297,37 @@ private:
       t = free_.back();
       free_.pop_back();
     } else {
-      t = static_cast<radix_tree::tenant>(eligible_.size());
-      eligible_.push_back(0);
+      t = static_cast<radix_tree::tenant>(entry_of_.size());
+      entry_of_.push_back(nullptr);
     }
     tenant_of_.emplace(id, t);
     return t;
   }
 
-  /// smg's test: the busiest candidate has more than `balance_abs_threshold` requests in flight
-  /// above the idlest and more than `balance_rel_threshold` times its load.
+  /// The tenant of candidate `w`.
+  radix_tree::tenant tenant_for(const worker_entry& w) {
+    if (auto it = by_entry_.find(&w); it != by_entry_.end()) {
+      return it->second;
+    }
+    // A candidate of a snapshot this strategy was not shown (tests): known from now on.
+    auto t = tenant_for_id(w.id);
+    by_entry_.emplace(&w, t);
+    entry_of_[t] = &w;
+    return t;
+  }
+
+  std::size_t position(const std::vector<const worker_entry*>& cands, const worker_entry* w) {
+    return position_of(cands, w);
+  }
+
+  /// smg's test, over the sample: the busiest candidate has more than
+  /// `balance_abs_threshold` requests in flight above the idlest and more than
+  /// `balance_rel_threshold` times its load.
   bool imbalanced(const std::vector<const worker_entry*>& cands) const {
-    int lo = cands.front()->live->load();
+    int lo = cands[sample_.front()]->live->load();
     int hi = lo;
-    for (auto* w : cands) {
-      auto l = w->live->load();
+    for (auto i : sample_) {
+      auto l = cands[i]->live->load();
       lo = std::min(lo, l);
       hi = std::max(hi, l);
     }
@@ -269,63 +335,71 @@ private:
            static_cast<double>(hi) > cfg_.balance_rel_threshold * static_cast<double>(lo);
   }
 
-  /// The first candidate minimizing (`primary`, `secondary`) among those `allowed` accepts.
-  template <class Allowed, class Primary, class Secondary>
-  std::size_t best(const std::vector<const worker_entry*>& cands, Allowed allowed, Primary primary,
+  std::size_t load(const std::vector<const worker_entry*>& cands, std::size_t i) const {
+    return static_cast<std::size_t>(std::max(0, cands[i]->live->load()));
+  }
+
+  /// Bytes of prompt text tenant `t` holds: per the tree (this node's prompts), or per the
+  /// shared view (the cluster's, at block granularity) when that knows more.
+  std::size_t held(radix_tree::tenant t) const {
+    return view_ ? std::max(tree_.size(t), view_->bytes(t)) : tree_.size(t);
+  }
+
+  std::size_t held(const std::vector<const worker_entry*>& cands, std::size_t i) const {
+    if (auto it = by_entry_.find(cands[i]); it != by_entry_.end()) {
+      return held(it->second);
+    }
+    auto it = tenant_of_.find(cands[i]->id);
+    return it != tenant_of_.end() ? held(it->second) : 0;
+  }
+
+  /// The first of `among` minimizing (`primary`, `secondary`).
+  template <class Primary, class Secondary>
+  std::size_t best(const std::vector<std::size_t>& among, Primary primary,
                    Secondary secondary) const {
-    std::size_t k = cands.size();
-    for (std::size_t i = 0; i < cands.size(); ++i) {
-      if (!allowed(i)) {
-        continue;
-      }
-      if (k == cands.size() ||
-          std::pair{primary(i), secondary(i)} < std::pair{primary(k), secondary(k)}) {
+    std::size_t k = npos;
+    for (auto i : among) {
+      if (k == npos || std::pair{primary(i), secondary(i)} < std::pair{primary(k), secondary(k)}) {
         k = i;
       }
     }
     return k;
   }
 
-  std::size_t load(const std::vector<const worker_entry*>& cands, std::size_t i) const {
-    return static_cast<std::size_t>(std::max(0, cands[i]->live->load()));
-  }
-
-  /// Bytes of prompt text candidate `i` holds: per the tree (this node's prompts), or per the
-  /// shared view (the cluster's, at block granularity) when that knows more.
-  std::size_t held(std::size_t i) const {
-    auto t = tenants_[i];
-    return view_ ? std::max(tree_.size(t), view_->bytes(t)) : tree_.size(t);
-  }
-
   std::size_t least_loaded(const std::vector<const worker_entry*>& cands) const {
     return best(
-        cands, [](std::size_t) { return true; }, [&](std::size_t i) { return load(cands, i); },
-        [&](std::size_t i) { return held(i); });
+        sample_, [&](std::size_t i) { return load(cands, i); },
+        [&](std::size_t i) { return held(cands, i); });
   }
 
   /// Of the candidates holding the longest match, the least loaded (smg takes any of them).
-  std::size_t best_holder(const std::vector<const worker_entry*>& cands) const {
-    auto holds = [&](std::size_t i) {
-      return std::find(holders_.begin(), holders_.end(), tenants_[i]) != holders_.end();
-    };
+  std::size_t best_holder(const std::vector<const worker_entry*>& cands) {
+    holder_index_.clear();
+    for (auto t : holders_) {
+      if (auto k = position(cands, t < entry_of_.size() ? entry_of_[t] : nullptr); k != npos) {
+        holder_index_.push_back(k);
+      }
+    }
+    // In candidate order, so ties go to the first candidate, as in a scan of the list.
+    std::sort(holder_index_.begin(), holder_index_.end());
     if (view_) {
       // Nodes see loads at different moments: by load, each would spread a prefix two workers
       // hold (two nodes placed it at once) over both, keeping both copies hot. By rank, every
       // node prefers the same holder and the other copy ages out of its cache.
       return best(
-          cands, holds, [&](std::size_t i) { return view_->rank(cands[i]->id); },
+          holder_index_, [&](std::size_t i) { return view_->rank(cands[i]->id); },
           [&](std::size_t i) { return load(cands, i); });
     }
     return best(
-        cands, holds, [&](std::size_t i) { return load(cands, i); },
-        [&](std::size_t i) { return held(i); });
+        holder_index_, [&](std::size_t i) { return load(cands, i); },
+        [&](std::size_t i) { return held(cands, i); });
   }
 
   /// With a shared view, ties go by the prompt's rank of each worker rather than by load (which
   /// nodes see at different moments): nodes that meet a new prefix together agree on it.
   std::size_t most_room(const std::vector<const worker_entry*>& cands) const {
     return best(
-        cands, [](std::size_t) { return true; }, [&](std::size_t i) { return held(i); },
+        sample_, [&](std::size_t i) { return held(cands, i); },
         [&](std::size_t i) {
           return view_ ? view_->rank(cands[i]->id) : static_cast<std::uint64_t>(load(cands, i));
         });
@@ -338,14 +412,17 @@ private:
   /// By entry of the current fleet snapshot (no string hashing per pick).
   std::unordered_map<const worker_entry*, radix_tree::tenant> by_entry_;
   std::vector<radix_tree::tenant> free_;      ///< Tenants of workers that left, for reuse.
-  std::vector<char> eligible_;                ///< By tenant; all 0 between picks.
-  std::vector<radix_tree::tenant> tenants_;   ///< Scratch: the tenant of each candidate.
+  std::vector<const worker_entry*> entry_of_; ///< By tenant: its worker in the snapshot.
   std::vector<radix_tree::tenant> holders_;   ///< Scratch: tenants holding the longest match.
+  std::vector<std::size_t> holder_index_;     ///< Scratch: their candidate indices.
+  std::vector<std::size_t> sample_;           ///< Scratch: the candidates looked at.
+  std::mt19937_64 rng_{std::random_device{}()};
   std::string joined_;                        ///< Scratch: a two-part prompt, joined.
   bool scored_;                               ///< `score` mode, else smg's.
   double mean_prompt_ = 0;                    ///< Running mean of the prompt bytes picked for.
-  std::vector<std::size_t> lengths_;          ///< Scratch: matched bytes, by tenant.
-  std::vector<std::size_t> view_lengths_;     ///< Scratch: the same per the shared view.
+  std::vector<std::size_t> scored_index_;     ///< Scratch: the candidates scored.
+  std::vector<char> scoring_;                 ///< By tenant: scored in this pick; all 0 between.
+  std::vector<std::size_t> lengths_;          ///< By tenant: matched bytes; all 0 between picks.
   std::vector<cache_candidate> scored_cands_; ///< Scratch: the score's view of the candidates.
   std::uint64_t spilled_ = 0;
   std::uint64_t cache_hits_ = 0;

@@ -1,8 +1,11 @@
 #pragma once
 
 #include "actors/fleet.hpp"
+#include "actors/policies/candidate_positions.hpp"
 #include "actors/policies/hash_ring.hpp"
+#include "actors/policies/selection.hpp"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -15,6 +18,10 @@ namespace troupe::actors {
 /// candidate on the ring after it, walking past workers that cannot take the request now, so
 /// only their keys move, and they come back when those recover. Used by `consistent_hash`
 /// (keyed by the routing key) and `prefix_hash` (by the prompt's head).
+///
+/// A lookup costs O(log points) plus a step per point walked past; a fleet change merges the
+/// points of the members that came and drops those of the members that went (no rebuild of
+/// every worker's points).
 class candidate_ring {
 public:
   static constexpr std::size_t npos = hash_ring::npos;
@@ -23,11 +30,13 @@ public:
   /// 1/N (hash_ring_test), and a ring of 64 workers is 10k points.
   static constexpr std::size_t virtual_nodes = 160;
 
-  /// Members: the workers of `role` in `fleet`. Rebuilt only when they change.
+  /// Members: the workers of `role` in `fleet`. Only those that came or went change the ring.
   void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role);
 
-  /// The index in `cands` of the candidate owning `key`, or npos when no candidate is a member.
-  std::size_t find(std::string_view key, const std::vector<const worker_entry*>& cands);
+  /// The index in `cands` (a list of the fleet index) of the candidate owning `key` among
+  /// those that may take `sel` now (`eligible`), or npos when none of them is a member.
+  std::size_t find(std::string_view key, const std::vector<const worker_entry*>& cands,
+                   const selection& sel);
 
   /// Workers on the ring.
   std::size_t members() const noexcept { return ring_.members(); }
@@ -36,14 +45,11 @@ public:
   std::size_t points() const noexcept { return ring_.size(); }
 
 private:
-  std::size_t member(const worker_entry& w) const;
-
   hash_ring ring_{virtual_nodes};
-  std::vector<std::string> urls_;                                 ///< Ring members, by URL.
-  std::unordered_map<std::string, std::size_t> member_of_;        ///< URL -> member.
-  std::unordered_map<const worker_entry*, std::size_t> by_entry_; ///< Snapshot entry -> member.
-  std::vector<char> eligible_;                                    ///< Scratch, by member.
-  std::vector<std::size_t> candidate_;                            ///< Scratch: member -> candidate.
+  std::unordered_map<std::string, std::uint32_t> member_of_; ///< URL -> member number.
+  std::vector<std::string> names_;                           ///< Member number -> URL.
+  std::vector<std::uint32_t> free_;                          ///< Numbers of members gone.
+  std::vector<const worker_entry*> entry_of_; ///< Member number -> entry of the snapshot.
 };
 
 } // namespace troupe::actors

@@ -15,7 +15,7 @@ public:
 
   std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
     if (!sel.routing_key.empty()) {
-      if (auto k = ring_.find(sel.routing_key, cands); k != candidate_ring::npos) {
+      if (auto k = ring_.find(sel.routing_key, cands, sel); k != candidate_ring::npos) {
         ++keyed_;
         return k;
       }

@@ -17,21 +17,43 @@ std::uint64_t hash_ring::hash(std::string_view s) noexcept {
 
 void hash_ring::assign(const std::vector<std::string>& names) {
   ring_.clear();
-  ring_.reserve(names.size() * points_);
-  std::string label;
+  members_ = 0;
+  std::vector<std::pair<std::string, std::uint32_t>> all;
+  all.reserve(names.size());
   for (std::size_t m = 0; m < names.size(); ++m) {
+    all.emplace_back(names[m], static_cast<std::uint32_t>(m));
+  }
+  add(all);
+}
+
+void hash_ring::add(const std::vector<std::pair<std::string, std::uint32_t>>& members) {
+  std::vector<point> fresh;
+  fresh.reserve(members.size() * points_);
+  std::string label;
+  for (auto& [name, m] : members) {
+    if (names_.size() <= m) {
+      names_.resize(m + 1);
+    }
+    names_[m] = name;
     for (std::size_t i = 0; i < points_; ++i) {
-      label = names[m];
+      label = name;
       label += '#';
       label += std::to_string(i);
-      ring_.push_back({hash(label), static_cast<std::uint32_t>(m)});
+      fresh.push_back({hash(label), m});
     }
   }
-  // Ties (vanishingly rare) go to the member listed first, whatever the order of `names`.
-  std::sort(ring_.begin(), ring_.end(), [&](const point& a, const point& b) {
-    return a.at != b.at ? a.at < b.at : names[a.member] < names[b.member];
-  });
-  members_ = names.size();
+  // Ties (vanishingly rare) go to the member whose name sorts first, whatever the order in
+  // which members came.
+  auto before = [&](const point& a, const point& b) {
+    return a.at != b.at ? a.at < b.at : names_[a.member] < names_[b.member];
+  };
+  std::sort(fresh.begin(), fresh.end(), before);
+  std::vector<point> merged;
+  merged.reserve(ring_.size() + fresh.size());
+  std::merge(ring_.begin(), ring_.end(), fresh.begin(), fresh.end(), std::back_inserter(merged),
+             before);
+  ring_ = std::move(merged);
+  members_ += members.size();
 }
 
 std::size_t hash_ring::find(std::string_view key, const std::vector<char>& eligible) const {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -22,9 +23,42 @@ public:
   /// Places `names` on the ring (member i is `names[i]`), replacing the previous members.
   void assign(const std::vector<std::string>& names);
 
+  /// Adds members: each (name, member number) pair gets its points. One pass over the ring
+  /// for the whole batch, whatever its size (the points of a change are merged in).
+  void add(const std::vector<std::pair<std::string, std::uint32_t>>& members);
+
+  /// Removes the points of every member `gone` accepts, in one pass.
+  template <class Gone> void remove_if(Gone gone) {
+    std::size_t before = ring_.size();
+    ring_.erase(
+        std::remove_if(ring_.begin(), ring_.end(), [&](const point& p) { return gone(p.member); }),
+        ring_.end());
+    members_ -= (before - ring_.size()) / (points_ ? points_ : 1);
+  }
+
   /// The member owning `key`, walking on past members `eligible` (indexed by member; missing
   /// entries are not eligible) refuses; npos when it accepts none.
   std::size_t find(std::string_view key, const std::vector<char>& eligible) const;
+
+  /// The member owning `key`, walking on past members `accept(member)` refuses: O(log points)
+  /// plus the points walked past; npos when it accepts none.
+  template <class Accept> std::size_t find_if(std::string_view key, Accept accept) const {
+    if (ring_.empty()) {
+      return npos;
+    }
+    auto h = hash(key);
+    auto start = static_cast<std::size_t>(
+        std::lower_bound(ring_.begin(), ring_.end(), h,
+                         [](const point& p, std::uint64_t v) { return p.at < v; }) -
+        ring_.begin());
+    for (std::size_t k = 0; k < ring_.size(); ++k) {
+      auto& p = ring_[(start + k) % ring_.size()];
+      if (accept(static_cast<std::size_t>(p.member))) {
+        return p.member;
+      }
+    }
+    return npos;
+  }
 
   /// Members on the ring.
   std::size_t members() const noexcept { return members_; }
@@ -43,7 +77,8 @@ private:
 
   std::size_t points_;
   std::size_t members_ = 0;
-  std::vector<point> ring_; ///< Sorted by position.
+  std::vector<point> ring_;        ///< Sorted by position, then by member name.
+  std::vector<std::string> names_; ///< By member number: ties on the ring go by name.
 };
 
 } // namespace troupe::actors

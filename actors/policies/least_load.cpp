@@ -1,6 +1,7 @@
 #include "actors/policies/strategy.hpp"
 
 #include <random>
+#include <vector>
 
 namespace troupe::actors {
 
@@ -12,38 +13,43 @@ namespace {
 /// go uniformly at random (smg's reservoir draw), so an idle fleet is not herded onto its first
 /// worker. With `--least-load-max-waiting-requests` N, workers with N requests in flight are
 /// skipped; when every candidate is there, the request gets 503 rather than a deeper queue.
+/// A group of more than `sample_size` workers is looked at through a random sample of that
+/// many (the least loaded of 32 random workers, not of all 4,000: a pick stays O(1)).
 class least_load final : public strategy {
 public:
   explicit least_load(const policy_config& cfg) : cfg_(cfg) {}
 
   std::string_view name() const noexcept override { return "least_load"; }
 
-  std::size_t pick(const std::vector<const worker_entry*>& cands, const selection&) override {
-    const auto cap = cfg_.least_load_max_waiting_requests;
-    std::size_t best = cands.size();
-    int best_load = 0;
-    std::uint64_t tied = 0;
-    for (std::size_t i = 0; i < cands.size(); ++i) {
-      const int load = cands[i]->live->load();
-      if (cap > 0 && load >= static_cast<int>(cap)) {
-        continue;
-      }
-      if (best == cands.size() || load < best_load) {
-        best = i;
-        best_load = load;
-        tied = 1;
-      } else if (load == best_load &&
-                 std::uniform_int_distribution<std::uint64_t>{0, tied++}(rng_) == 0) {
-        best = i; // each of k tied candidates is kept with probability 1/k
-      }
+  std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
+    capped_now_ = false;
+    // Among every eligible candidate of a small group; a sample of a large one (a pick costs
+    // the same with 4 workers or 4,000), all of it only when the whole sample is at the cap.
+    eligible_sample(cands, sel, rng_, sample_);
+    if (sample_.empty()) {
+      return npos;
     }
-    if (best == cands.size()) {
+    auto k = least(cands, sample_);
+    if (k == npos && cands.size() > sample_size) {
+      all_.clear();
+      for (std::size_t i = 0; i < cands.size(); ++i) {
+        if (eligible(*cands[i], sel)) {
+          all_.push_back(i);
+        }
+      }
+      k = least(cands, all_);
+    }
+    if (k == npos) {
       ++capped_;
+      capped_now_ = true;
     }
-    return best;
+    return k;
   }
 
   std::string refusal() const override {
+    if (!capped_now_) {
+      return {};
+    }
     return "every worker has " + std::to_string(cfg_.least_load_max_waiting_requests) +
            " requests in flight (--least-load-max-waiting-requests)";
   }
@@ -58,7 +64,35 @@ public:
   }
 
 private:
+  /// The least loaded of `among` (indices into `cands`) under the cap, uniformly at random
+  /// among ties; npos when all are at the cap.
+  std::size_t least(const std::vector<const worker_entry*>& cands,
+                    const std::vector<std::size_t>& among) {
+    const auto cap = cfg_.least_load_max_waiting_requests;
+    std::size_t best = npos;
+    int best_load = 0;
+    std::uint64_t tied = 0;
+    for (auto i : among) {
+      const int load = cands[i]->live->load();
+      if (cap > 0 && load >= static_cast<int>(cap)) {
+        continue;
+      }
+      if (best == npos || load < best_load) {
+        best = i;
+        best_load = load;
+        tied = 1;
+      } else if (load == best_load &&
+                 std::uniform_int_distribution<std::uint64_t>{0, tied++}(rng_) == 0) {
+        best = i; // each of k tied candidates is kept with probability 1/k
+      }
+    }
+    return best;
+  }
+
   policy_config cfg_;
+  std::vector<std::size_t> sample_; ///< Scratch: the candidates looked at.
+  std::vector<std::size_t> all_;    ///< Scratch: every eligible candidate.
+  bool capped_now_ = false;         ///< The last pick refused: all at the cap.
   std::mt19937_64 rng_{std::random_device{}()};
   std::uint64_t capped_ = 0;
 };

@@ -1,3 +1,4 @@
+#include "actors/policies/candidate_positions.hpp"
 #include "actors/policies/strategy.hpp"
 
 #include <algorithm>
@@ -31,12 +32,15 @@ public:
     expire(now);
     if (sel.routing_key.empty()) {
       ++no_key_;
-      return assign(cands);
+      return assign(cands, sel);
     }
     auto it = index_.find(sel.routing_key);
     if (it == index_.end()) {
-      auto k = assign(cands);
-      lru_.push_front({sel.routing_key, {cands[k]->id}, cands[k]->id, now});
+      auto k = assign(cands, sel);
+      if (k == npos) {
+        return npos;
+      }
+      lru_.push_front({sel.routing_key, {cands[k]->id}, {cands[k]->seq}, cands[k]->id, now});
       index_.emplace(lru_.front().key, lru_.begin());
       ++group_[cands[k]->id];
       ++new_keys_;
@@ -49,21 +53,25 @@ public:
     auto e = it->second;
     lru_.splice(lru_.begin(), lru_, e); // most recently used first
     e->last = now;
-    for (auto& id : e->workers) {
-      for (std::size_t i = 0; i < cands.size(); ++i) {
-        if (cands[i]->id == id) {
-          ++hits_;
-          serve(*e, id);
-          return i;
-        }
+    for (std::size_t j = 0; j < e->workers.size(); ++j) {
+      auto& id = e->workers[j];
+      if (auto i = position_of(cands, e->seqs[j], id); i != npos && eligible(*cands[i], sel)) {
+        ++hits_;
+        serve(*e, id);
+        return i;
       }
     }
     // None of its workers can take it now: another one, remembered after them.
-    auto k = assign(cands);
+    auto k = assign(cands, sel);
+    if (k == npos) {
+      return npos;
+    }
     if (e->workers.size() >= max_candidates) {
       e->workers.erase(e->workers.begin());
+      e->seqs.erase(e->seqs.begin());
     }
     e->workers.push_back(cands[k]->id);
+    e->seqs.push_back(cands[k]->seq);
     serve(*e, cands[k]->id);
     ++reassigned_;
     return k;
@@ -110,6 +118,7 @@ private:
   struct entry {
     std::string key;
     std::vector<std::string> workers; ///< Worker ids, the first assigned first.
+    std::vector<std::uint64_t> seqs;  ///< Their registration order (where to find them).
     std::string current;              ///< The worker its last request went to.
     clock_type::time_point last;      ///< Last use.
   };
@@ -142,30 +151,38 @@ private:
     lru_.erase(e);
   }
 
-  /// A worker for a new key (or one whose workers are gone), by the assignment mode.
-  std::size_t assign(const std::vector<const worker_entry*>& cands) {
+  /// A worker for a new key (or one whose workers are gone), by the assignment mode, among
+  /// the eligible candidates (a sample of a large group for the min_* modes); npos when none.
+  std::size_t assign(const std::vector<const worker_entry*>& cands, const selection& sel) {
     const auto& mode = cfg_.assignment_mode;
     if (mode == "min_load" || mode == "delegate") {
       // `delegate` hands the first assignment to the policy underneath; with manual as the
       // policy there is none, and smg falls back to min_load too.
-      return min_by(cands, [](const worker_entry& w) { return w.live->load(); });
+      return min_by(cands, sel, [](const worker_entry& w) { return w.live->load(); });
     }
     if (mode == "min_group") {
-      return min_by(cands, [this](const worker_entry& w) {
+      return min_by(cands, sel, [this](const worker_entry& w) {
         auto g = group_.find(w.id);
         return g == group_.end() ? std::size_t{0} : g->second;
       });
     }
-    return std::uniform_int_distribution<std::size_t>{0, cands.size() - 1}(rng_);
+    return random_eligible(cands, sel, rng_);
   }
 
-  /// The candidate with the smallest `value`, uniformly at random among ties.
+  /// The eligible candidate with the smallest `value`, uniformly at random among ties (of
+  /// the sample of a large group); npos when none is eligible.
   template <class Value>
-  std::size_t min_by(const std::vector<const worker_entry*>& cands, Value value) {
-    std::size_t best = 0;
-    auto best_value = value(*cands[0]);
+  std::size_t min_by(const std::vector<const worker_entry*>& cands, const selection& sel,
+                     Value value) {
+    eligible_sample(cands, sel, rng_, sample_);
+    if (sample_.empty()) {
+      return npos;
+    }
+    std::size_t best = sample_[0];
+    auto best_value = value(*cands[best]);
     std::uint64_t tied = 1;
-    for (std::size_t i = 1; i < cands.size(); ++i) {
+    for (std::size_t j = 1; j < sample_.size(); ++j) {
+      auto i = sample_[j];
       auto v = value(*cands[i]);
       if (v < best_value) {
         best = i;
@@ -184,6 +201,7 @@ private:
   lru_list lru_; ///< Most recently used first.
   std::unordered_map<std::string, lru_list::iterator> index_;
   std::unordered_map<std::string, std::size_t> group_; ///< Keys each worker serves now.
+  std::vector<std::size_t> sample_;                    ///< Scratch: the candidates compared.
   std::mt19937_64 rng_{std::random_device{}()};
   std::uint64_t hits_ = 0;
   std::uint64_t reassigned_ = 0;

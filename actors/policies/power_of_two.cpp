@@ -11,16 +11,16 @@ class power_of_two final : public strategy {
 public:
   std::string_view name() const noexcept override { return "power_of_two"; }
 
-  std::size_t pick(const std::vector<const worker_entry*>& candidates, const selection&) override {
-    auto n = candidates.size();
-    if (n == 1) {
-      return 0;
+  std::size_t pick(const std::vector<const worker_entry*>& candidates,
+                   const selection& sel) override {
+    // Two eligible candidates drawn at random (never a scan of the list): the less loaded wins.
+    auto a = random_eligible(candidates, sel, rng_);
+    if (a == npos) {
+      return npos;
     }
-    std::uniform_int_distribution<std::size_t> dist{0, n - 1};
-    auto a = dist(rng_);
-    auto b = dist(rng_);
-    while (b == a) {
-      b = dist(rng_);
+    auto b = random_eligible(candidates, sel, rng_, a);
+    if (b == npos) {
+      return a;
     }
     return candidates[b]->live->load() < candidates[a]->live->load() ? b : a;
   }

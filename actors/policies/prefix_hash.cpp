@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
+#include <vector>
 
 namespace troupe::actors {
 
@@ -41,18 +43,24 @@ public:
         levels_.push_back(text.substr(0, cfg_.prefix_token_count * bytes_per_token));
       }
     }
+    // The loads looked at: every eligible candidate of a small group, a sample of a large one
+    // (its mean stands for the group's; a pick costs the same with 4 workers or 4,000).
+    eligible_sample(cands, sel, rng_, sample_);
+    if (sample_.empty()) {
+      return npos;
+    }
     if (levels_.empty()) {
       ++no_key_;
       return least_loaded(cands, false);
     }
     long total = 0;
-    for (auto* w : cands) {
-      total += std::max(0, w->live->load());
+    for (auto i : sample_) {
+      total += std::max(0, cands[i]->live->load());
     }
-    threshold_ = overload_threshold(total, cands.size());
+    threshold_ = overload_threshold(total, sample_.size());
     std::size_t first_owner = candidate_ring::npos;
     for (auto level : levels_) {
-      auto k = ring_.find(level, cands);
+      auto k = ring_.find(level, cands, sel);
       if (k == candidate_ring::npos) {
         continue;
       }
@@ -70,7 +78,7 @@ public:
     }
     ++walks_;
     auto k = least_loaded(cands, true);
-    return k != cands.size() ? k : first_owner;
+    return k != npos ? k : first_owner;
   }
 
   void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
@@ -98,16 +106,16 @@ private:
                     mean + static_cast<double>(cfg_.prefix_hash_balance_abs_threshold));
   }
 
-  /// The least loaded candidate (the first of equals), of those not overloaded when `bounded`;
-  /// `cands.size()` when there is none.
+  /// The least loaded candidate of the sample (the first of equals), of those not overloaded
+  /// when `bounded`; npos when there is none.
   std::size_t least_loaded(const std::vector<const worker_entry*>& cands, bool bounded) const {
-    std::size_t best = cands.size();
-    for (std::size_t i = 0; i < cands.size(); ++i) {
+    std::size_t best = npos;
+    for (auto i : sample_) {
       auto load = cands[i]->live->load();
       if (bounded && load > threshold_) {
         continue;
       }
-      if (best == cands.size() || load < cands[best]->live->load()) {
+      if (best == npos || load < cands[best]->live->load()) {
         best = i;
       }
     }
@@ -118,6 +126,8 @@ private:
   candidate_ring ring_;
   std::vector<std::string_view> levels_; ///< Scratch: the keys to look up, deepest first.
   std::string joined_;                   ///< Scratch: a two-part prompt, joined.
+  std::vector<std::size_t> sample_;      ///< Scratch: the candidates whose loads are looked at.
+  std::mt19937_64 rng_{std::random_device{}()};
   double threshold_ = 0;
   std::uint64_t ring_hits_ = 0;
   std::uint64_t walks_ = 0;

@@ -119,16 +119,36 @@ bool prefix_index::touch(tenant t, std::uint64_t hash) {
 std::size_t prefix_index::match_each(const std::vector<std::uint64_t>& chain,
                                      const std::vector<char>& eligible,
                                      std::vector<std::size_t>& blocks) {
-  // reach_[t]: the blocks `t` holds from the chain's start on, while it keeps up; tenants that
-  // are not eligible start out of reach.
-  reach_.assign(std::max(eligible.size(), tenants_.size()), nil);
-  for (std::size_t t = 0; t < eligible.size(); ++t) {
-    if (eligible[t]) {
-      reach_[t] = 0;
+  blocks.assign(eligible.size(), 0);
+  return match_each(
+      chain, [&](tenant t) { return t < eligible.size() && eligible[t]; },
+      [&](tenant t, std::size_t n) { blocks[t] = n; });
+}
+
+std::size_t prefix_index::match_each(const std::vector<std::uint64_t>& chain,
+                                     const std::function<bool(tenant)>& eligible,
+                                     const std::function<void(tenant, std::size_t)>& held) {
+  if (chain.empty()) {
+    return 0;
+  }
+  auto first = by_hash_.find(chain[0]);
+  if (first == by_hash_.end()) {
+    return 0;
+  }
+  // reach_[t]: the blocks `t` holds from the chain's start on, while it keeps up (nil for the
+  // tenants not met: all of them between calls). Only the holders of the first block are met.
+  if (reach_.size() < tenants_.size()) {
+    reach_.resize(tenants_.size(), nil);
+  }
+  met_.clear();
+  for (auto m = first->second; m != nil; m = marks_[m].same) {
+    auto t = marks_[m].owner;
+    if (eligible(t)) {
+      reach_[t] = 1;
+      met_.push_back(t);
     }
   }
-  std::uint32_t depth = 0;
-  for (; depth < chain.size(); ++depth) {
+  for (std::uint32_t depth = 1; depth < chain.size() && !met_.empty(); ++depth) {
     auto it = by_hash_.find(chain[depth]);
     if (it == by_hash_.end()) {
       break;
@@ -145,14 +165,29 @@ std::size_t prefix_index::match_each(const std::vector<std::uint64_t>& chain,
       break;
     }
   }
-  blocks.assign(eligible.size(), 0);
   std::size_t best = 0;
-  for (std::size_t t = 0; t < eligible.size(); ++t) {
-    if (eligible[t]) {
-      blocks[t] = reach_[t];
-      best = std::max(best, blocks[t]);
-    }
+  for (auto t : met_) {
+    best = std::max<std::size_t>(best, reach_[t]);
+    held(t, reach_[t]);
+    reach_[t] = nil;
   }
+  return best;
+}
+
+std::size_t prefix_index::match(const std::vector<std::uint64_t>& chain,
+                                const std::function<bool(tenant)>& eligible,
+                                std::vector<tenant>& holders, std::size_t max_holders) {
+  holders.clear();
+  std::size_t best = 0;
+  match_each(chain, eligible, [&](tenant t, std::size_t n) {
+    if (n > best) {
+      best = n;
+      holders.clear();
+    }
+    if (n == best && holders.size() < max_holders) {
+      holders.push_back(t);
+    }
+  });
   return best;
 }
 

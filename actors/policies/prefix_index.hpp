@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -34,12 +35,24 @@ public:
   /// the limits. True when `t` did not hold it.
   bool touch(tenant t, std::uint64_t hash);
 
-  /// For each tenant `eligible` accepts (indexed by tenant; missing entries are not eligible):
-  /// how many leading blocks of `chain` it holds, into `blocks` (indexed by tenant, resized to
-  /// `eligible`'s size; 0 for the others). Returns the most any holds. O(the holders of the
-  /// blocks matched), whatever the number of tenants.
+  /// For each tenant `eligible(t)` accepts that holds the chain's first block: how many
+  /// leading blocks of `chain` it holds, told to `held(t, blocks)` once (tenants holding none
+  /// are not told). Returns the most any holds. O(the holders of the blocks matched), whatever
+  /// the number of tenants: no array over all tenants is filled or cleared.
+  std::size_t match_each(const std::vector<std::uint64_t>& chain,
+                         const std::function<bool(tenant)>& eligible,
+                         const std::function<void(tenant, std::size_t)>& held);
+
+  /// As above for the tenants `eligible` (indexed by tenant; missing entries are not eligible)
+  /// accepts, into `blocks` (indexed by tenant, resized to `eligible`'s size; 0 for the others).
   std::size_t match_each(const std::vector<std::uint64_t>& chain, const std::vector<char>& eligible,
                          std::vector<std::size_t>& blocks);
+
+  /// The most leading blocks of `chain` an eligible tenant holds; `holders` is cleared and
+  /// receives (at most `max_holders` of) the eligible tenants holding that many.
+  std::size_t match(const std::vector<std::uint64_t>& chain,
+                    const std::function<bool(tenant)>& eligible, std::vector<tenant>& holders,
+                    std::size_t max_holders = SIZE_MAX);
 
   /// True when `t` holds `hash`.
   bool holds(tenant t, std::uint64_t hash) const;
@@ -91,7 +104,8 @@ private:
   std::vector<lru> tenants_;
   lru all_;
   std::uint64_t evicted_ = 0;
-  std::vector<std::uint32_t> reach_; ///< Scratch of `match_each`: blocks matched, by tenant.
+  std::vector<std::uint32_t> reach_; ///< Scratch of `match_each`, by tenant: nil between calls.
+  std::vector<tenant> met_;          ///< Scratch of `match_each`: the tenants it met.
 };
 
 } // namespace troupe::actors

@@ -67,6 +67,13 @@ radix_tree::~radix_tree() {
 void radix_tree::match_each(std::string_view text, const std::vector<char>& eligible,
                             std::vector<std::size_t>& lengths) const {
   lengths.assign(eligible.size(), 0);
+  match_each(
+      text, [&](tenant t) { return t < eligible.size() && eligible[t]; },
+      [&](tenant t, std::size_t length) { lengths[t] = length; });
+}
+
+void radix_tree::match_each(std::string_view text, const std::function<bool(tenant)>& eligible,
+                            const std::function<void(tenant, std::size_t)>& held) const {
   const node* n = root_;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -78,8 +85,8 @@ void radix_tree::match_each(std::string_view text, const std::vector<char>& elig
     bool any = false;
     for (auto m : c->marks) {
       auto t = marks_[m].owner;
-      if (t < eligible.size() && eligible[t]) {
-        lengths[t] = pos + common; // marks are monotone: deeper nodes only lengthen it
+      if (eligible(t)) {
+        held(t, pos + common); // marks are monotone: deeper nodes only lengthen it
         any = true;
       }
     }
@@ -94,11 +101,16 @@ void radix_tree::match_each(std::string_view text, const std::vector<char>& elig
 
 std::size_t radix_tree::match(std::string_view text, const std::vector<char>& eligible,
                               std::vector<tenant>& holders) const {
+  return match(
+      text, [&](tenant t) { return t < eligible.size() && eligible[t]; }, holders);
+}
+
+std::size_t radix_tree::match(std::string_view text, const std::function<bool(tenant)>& eligible,
+                              std::vector<tenant>& holders, std::size_t max_holders) const {
   holders.clear();
   auto accepted = [&](const node* n) {
     for (auto m : n->marks) {
-      auto t = marks_[m].owner;
-      if (t < eligible.size() && eligible[t]) {
+      if (eligible(marks_[m].owner)) {
         return true;
       }
     }
@@ -126,8 +138,11 @@ std::size_t radix_tree::match(std::string_view text, const std::vector<char>& el
   if (best) {
     for (auto m : best->marks) {
       auto t = marks_[m].owner;
-      if (t < eligible.size() && eligible[t]) {
+      if (eligible(t)) {
         holders.push_back(t);
+        if (holders.size() >= max_holders) {
+          break;
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,11 +36,22 @@ public:
   std::size_t match(std::string_view text, const std::vector<char>& eligible,
                     std::vector<tenant>& holders) const;
 
+  /// As above, with eligibility asked of `eligible(tenant)`; at most `max_holders` holders are
+  /// collected (a prefix every worker holds has one mark per worker).
+  std::size_t match(std::string_view text, const std::function<bool(tenant)>& eligible,
+                    std::vector<tenant>& holders, std::size_t max_holders = SIZE_MAX) const;
+
   /// For every tenant `eligible` accepts, the length of the longest prefix of `text` it holds,
   /// into `lengths` (indexed by tenant, resized to `eligible`'s size; 0 for the others). One
   /// walk, as `match`: O(prompt length + the marks on the path).
   void match_each(std::string_view text, const std::vector<char>& eligible,
                   std::vector<std::size_t>& lengths) const;
+
+  /// As above for the tenants `eligible(tenant)` accepts, told to `held(tenant, length)` (once
+  /// per node of the path a tenant marks, the deepest last; tenants holding none of `text` are
+  /// not told): no work per tenant the walk does not meet.
+  void match_each(std::string_view text, const std::function<bool(tenant)>& eligible,
+                  const std::function<void(tenant, std::size_t)>& held) const;
 
   /// Records that `t` holds `text` now (its most recently used text), then evicts `t`'s least
   /// recently used text until it holds at most `max_bytes`.

@@ -10,8 +10,9 @@ class random_pick final : public strategy {
 public:
   std::string_view name() const noexcept override { return "random"; }
 
-  std::size_t pick(const std::vector<const worker_entry*>& candidates, const selection&) override {
-    return std::uniform_int_distribution<std::size_t>{0, candidates.size() - 1}(rng_);
+  std::size_t pick(const std::vector<const worker_entry*>& candidates,
+                   const selection& sel) override {
+    return random_eligible(candidates, sel, rng_);
   }
 
   nlohmann::json describe() const override { return nlohmann::json::object(); }

@@ -8,8 +8,16 @@ class round_robin final : public strategy {
 public:
   std::string_view name() const noexcept override { return "round_robin"; }
 
-  std::size_t pick(const std::vector<const worker_entry*>& candidates, const selection&) override {
-    return cursor_++ % candidates.size();
+  std::size_t pick(const std::vector<const worker_entry*>& candidates,
+                   const selection& sel) override {
+    // The next eligible one in turn: one step when all are, at most one lap when few are.
+    for (std::size_t tries = 0; tries < candidates.size(); ++tries) {
+      auto k = cursor_++ % candidates.size();
+      if (eligible(*candidates[k], sel)) {
+        return k;
+      }
+    }
+    return npos;
   }
 
   nlohmann::json describe() const override { return {{"cursor", cursor_}}; }

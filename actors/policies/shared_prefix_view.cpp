@@ -34,34 +34,43 @@ void shared_prefix_view::hash(std::string_view text) {
   head_ = n > 0 ? chain_[n - 1] : XXH3_64bits(text.data(), text.size());
 }
 
-std::size_t shared_prefix_view::match_each(const std::vector<char>& eligible,
-                                           std::vector<std::size_t>& bytes) {
-  auto best = index_.match_each(chain_, eligible, bytes);
-  for (auto& b : bytes) {
-    b *= s_.block_bytes;
-  }
-  return best * s_.block_bytes;
+std::size_t shared_prefix_view::match_each(const std::function<bool(tenant)>& eligible,
+                                           const std::function<void(tenant, std::size_t)>& held) {
+  const auto bb = s_.block_bytes;
+  return index_.match_each(chain_, eligible, [&](tenant t, std::size_t n) { held(t, n * bb); }) *
+         bb;
 }
 
-std::size_t shared_prefix_view::widen(std::size_t matched, const std::vector<char>& eligible,
-                                      std::vector<tenant>& holders) {
-  if (chain_.empty()) {
-    return matched;
-  }
-  auto best = match_each(eligible, scratch_);
+std::size_t shared_prefix_view::widen(std::size_t matched,
+                                      const std::function<bool(tenant)>& eligible,
+                                      std::vector<tenant>& holders, std::size_t max_holders) {
+  auto best = index_.match(chain_, eligible, scratch_, max_holders) * s_.block_bytes;
   if (best == 0 || best < matched) {
     return matched;
   }
   if (best > matched) {
     holders.clear();
   }
-  for (std::size_t t = 0; t < scratch_.size(); ++t) {
-    if (scratch_[t] == best &&
-        std::find(holders.begin(), holders.end(), static_cast<tenant>(t)) == holders.end()) {
-      holders.push_back(static_cast<tenant>(t));
+  join(holders, max_holders);
+  return best;
+}
+
+std::size_t shared_prefix_view::add_holders(const std::function<bool(tenant)>& eligible,
+                                            std::vector<tenant>& holders, std::size_t max_holders) {
+  auto best = index_.match(chain_, eligible, scratch_, max_holders) * s_.block_bytes;
+  join(holders, max_holders);
+  return best;
+}
+
+void shared_prefix_view::join(std::vector<tenant>& holders, std::size_t max_holders) const {
+  for (auto t : scratch_) {
+    if (holders.size() >= max_holders) {
+      break;
+    }
+    if (std::find(holders.begin(), holders.end(), t) == holders.end()) {
+      holders.push_back(t);
     }
   }
-  return best;
 }
 
 void shared_prefix_view::record(tenant t, const std::string& id) {

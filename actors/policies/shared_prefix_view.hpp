@@ -55,15 +55,23 @@ public:
   /// Hashes the prompt of the pick at hand; `match`, `record` and `rank` work on it.
   void hash(std::string_view text);
 
-  /// Widens the tree's answer (`matched` bytes, held by `holders`) by the view's: when an
-  /// eligible tenant holds more of the prompt per the view, it and its peers at that length
-  /// become the holders; those holding as much as the tree's holders join them. Returns the
-  /// longest match of both.
-  std::size_t widen(std::size_t matched, const std::vector<char>& eligible,
-                    std::vector<tenant>& holders);
+  /// Widens the tree's answer (`matched` bytes, held by `holders`) by the view's, over the
+  /// tenants `eligible` accepts: when one holds more of the prompt per the view, it and its
+  /// peers at that length become the holders; those holding as much as the tree's holders join
+  /// them (at most `max_holders` in all). Returns the longest match of both.
+  std::size_t widen(std::size_t matched, const std::function<bool(tenant)>& eligible,
+                    std::vector<tenant>& holders, std::size_t max_holders = SIZE_MAX);
 
-  /// Bytes of the prompt each eligible tenant holds per the view (by tenant), most of them.
-  std::size_t match_each(const std::vector<char>& eligible, std::vector<std::size_t>& bytes);
+  /// Appends to `holders` (up to `max_holders` in all) the tenants `eligible` accepts that
+  /// hold the view's longest match of the prompt; returns its bytes.
+  std::size_t add_holders(const std::function<bool(tenant)>& eligible, std::vector<tenant>& holders,
+                          std::size_t max_holders);
+
+  /// Bytes of the prompt each tenant `eligible` accepts holds per the view, told to
+  /// `held(t, bytes)` (tenants holding none of it are not told); returns the most. O(the
+  /// holders of the blocks matched).
+  std::size_t match_each(const std::function<bool(tenant)>& eligible,
+                         const std::function<void(tenant, std::size_t)>& held);
 
   /// This node sent the prompt hashed last to tenant `t`, worker `id`. Blocks the view did not
   /// know `t` to hold are fresh (a placement other nodes should hear of at once, `has_fresh`);
@@ -98,6 +106,9 @@ public:
   nlohmann::json describe() const;
 
 private:
+  /// Appends the holders `index_.match` left in `scratch_` that `holders` lacks.
+  void join(std::vector<tenant>& holders, std::size_t max_holders) const;
+
   settings s_;
   prefix_index index_;
   std::vector<std::uint64_t> chain_; ///< The prompt at hand, as block hashes.
@@ -109,7 +120,7 @@ private:
   std::unordered_set<std::uint64_t> pending_seen_;
   std::size_t pending_count_ = 0; ///< Hashes in `pending_` and `fresh_`.
   std::size_t fresh_count_ = 0;   ///< Hashes in `fresh_`.
-  std::vector<std::size_t> scratch_;
+  std::vector<tenant> scratch_;   ///< Holders of the view's longest match.
   std::uint64_t merged_ = 0;
   std::uint64_t unknown_ = 0;
   std::uint64_t dropped_ = 0;

@@ -1,6 +1,70 @@
 #include "actors/policies/strategy.hpp"
 
+#include "actors/policies/selection.hpp"
+
+#include <algorithm>
+
 namespace troupe::actors {
+
+bool eligible(const worker_entry& w, const selection& sel) {
+  return w.live->routable() &&
+         (sel.exclude.empty() ||
+          std::find(sel.exclude.begin(), sel.exclude.end(), w.id) == sel.exclude.end());
+}
+
+std::size_t random_eligible(const std::vector<const worker_entry*>& c, const selection& sel,
+                            std::mt19937_64& rng, std::size_t skip) {
+  const auto n = c.size();
+  if (n == 0 || (n == 1 && skip == 0)) {
+    return strategy::npos;
+  }
+  std::uniform_int_distribution<std::size_t> dist{0, n - 1};
+  // Draws: with a share e of the candidates eligible, 8 draws all miss with (1 - e)^8.
+  for (int i = 0; i < 8; ++i) {
+    auto k = dist(rng);
+    if (k != skip && eligible(*c[k], sel)) {
+      return k;
+    }
+  }
+  // Few are eligible: the k-th of them, k uniform, found in one pass from a random start.
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    count += i != skip && eligible(*c[i], sel) ? 1 : 0;
+  }
+  if (count == 0) {
+    return strategy::npos;
+  }
+  auto target = std::uniform_int_distribution<std::size_t>{0, count - 1}(rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i != skip && eligible(*c[i], sel) && target-- == 0) {
+      return i;
+    }
+  }
+  return strategy::npos;
+}
+
+void eligible_sample(const std::vector<const worker_entry*>& c, const selection& sel,
+                     std::mt19937_64& rng, std::vector<std::size_t>& out, std::size_t max) {
+  out.clear();
+  if (c.size() <= max) {
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (eligible(*c[i], sel)) {
+        out.push_back(i);
+      }
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < max; ++i) {
+    auto k = random_eligible(c, sel, rng);
+    if (k == strategy::npos) {
+      break;
+    }
+    out.push_back(k);
+  }
+  // In list order, so ties go to the first candidate, as in a scan of the list.
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
 
 std::unique_ptr<strategy> make_strategy(std::string_view name, const policy_config& cfg,
                                         clock_fn now) {

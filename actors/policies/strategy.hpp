@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,7 @@ namespace troupe::actors {
 /// idle expiry and time windows need no timer and no thread.
 using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
 
-/// How a policy picks one worker among the routable candidates of a request.
+/// How a policy picks one worker among the candidates of a request.
 class strategy {
 public:
   virtual ~strategy() = default;
@@ -27,13 +28,21 @@ public:
   /// The name `--policy` uses.
   virtual std::string_view name() const noexcept = 0;
 
-  /// An index into `candidates`, which is non-empty and holds routable workers only; or
-  /// `candidates.size()` when none of them may take the request now (`refusal()` says why).
+  /// Sentinel of `pick`: no candidate may take the request.
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  /// An index into `candidates` (every worker of the request's role, model and provider, as
+  /// the fleet index lists them: routable or not) of one that `eligible` accepts, or npos.
+  /// A pick costs O(1) in the number of candidates (or O(log) for the ring): strategies
+  /// sample or walk, they never scan the list, except to find the one eligible candidate
+  /// among many that are not.
   virtual std::size_t pick(const std::vector<const worker_entry*>& candidates,
                            const selection& sel) = 0;
 
-  /// Why the last pick took none of the candidates (the client's 503 message).
-  virtual std::string refusal() const { return "no worker may take the request now"; }
+  /// Why the last pick that returned npos refused candidates that were eligible (the client's
+  /// 503 message: a cap of the strategy's own), or empty when none was eligible (the policy
+  /// says which workers are missing).
+  virtual std::string refusal() const { return {}; }
 
   /// A new fleet snapshot; the policy serves workers of `role`. Strategies with per-worker
   /// state drop that of the workers that left.
@@ -54,6 +63,26 @@ public:
   /// The strategy's own state for the admin endpoint (cursor, ...).
   virtual nlohmann::json describe() const = 0;
 };
+
+/// True when `w` may take the request `sel` now: routable, and not tried by it already.
+bool eligible(const worker_entry& w, const selection& sel);
+
+/// A uniformly random eligible candidate other than `skip`: a few random draws, then (when
+/// they all missed: most candidates unroutable) one pass over the list; npos when none.
+std::size_t random_eligible(const std::vector<const worker_entry*>& candidates,
+                            const selection& sel, std::mt19937_64& rng,
+                            std::size_t skip = strategy::npos);
+
+/// Candidates a strategy that compares them looks at per pick, at most: a pick costs the same
+/// with 4 workers or 4,000 (the power of `sample_size` choices where smg looks at all).
+inline constexpr std::size_t sample_size = 32;
+
+/// Fills `out` with indices of eligible candidates: every one of a list of at most `max`, in
+/// list order; else `max` random draws (`random_eligible`: repeats possible, sorted, unique).
+/// Empty when none is eligible.
+void eligible_sample(const std::vector<const worker_entry*>& candidates, const selection& sel,
+                     std::mt19937_64& rng, std::vector<std::size_t>& out,
+                     std::size_t max = sample_size);
 
 /// Each worker in turn.
 std::unique_ptr<strategy> make_round_robin();

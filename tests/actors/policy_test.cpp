@@ -27,6 +27,7 @@ struct fixture : test::actor_system_fixture {
       w->live->health = healthy ? health_state::healthy : health_state::unhealthy;
       snap->workers.push_back(std::move(w));
     }
+    snap->index = fleet_index::of(snap->workers);
     caf::anon_send(policy, publish_atom_v, fleet_ptr{std::move(snap)});
     run();
   }

@@ -60,6 +60,7 @@ struct fixture : test::actor_system_fixture {
     pool->push_back(workers.back()->entry());
     auto snap = std::make_shared<fleet_snapshot>();
     snap->workers = *pool;
+    snap->index = fleet_index::of(snap->workers);
     view->set(std::move(snap));
     return *workers.back();
   }

@@ -68,6 +68,7 @@ public:
   actors::fleet_snapshot snapshot() const {
     actors::fleet_snapshot s;
     s.workers.assign(entries.begin(), entries.end());
+    s.index = actors::fleet_index::of(s.workers);
     return s;
   }
 
