@@ -7,8 +7,9 @@
 # timeout or sanitizer report stops that harness; its input is in .../work/<name>/artifacts/.
 # Logs: build-fuzz/fuzz-logs/<name>.log. docs/fuzzing.md records runs of this script.
 #
-# Usage: scripts/fuzz.sh [--runs N] [--time SECONDS] [--jobs N] [--build-only] [harness...]
+# Usage: scripts/fuzz.sh [--runs N] [--time SECONDS] [--jobs N] [--nice N] [--build-only] [harness...]
 #   --jobs N     harnesses run N at a time (default 1: the machines have 2 shared cores)
+#   --nice N     CPU priority of the runs (default 19: only what nobody else wants)
 #   harness...   names as in tests/fuzz/CMakeLists.txt (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 runs=10000000
 time_limit=0
 jobs=1
+niceness=19
 build_only=0
 names=()
 while (($#)); do
@@ -23,8 +25,9 @@ while (($#)); do
   --runs) runs=$2; shift 2 ;;
   --time) time_limit=$2; runs=0; shift 2 ;;
   --jobs) jobs=$2; shift 2 ;;
+  --nice) niceness=$2; shift 2 ;;
   --build-only) build_only=1; shift ;;
-  -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
   -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
   *) names+=("$1"); shift ;;
   esac
@@ -54,10 +57,10 @@ run_one() {
   mkdir -p "$work/corpus" "$work/artifacts"
   local limits=(-runs="$runs")
   ((time_limit > 0)) && limits=(-max_total_time="$time_limit")
-  echo "$ nice -n 19 $fuzz_dir/$name ${limits[*]} -timeout=30 -rss_limit_mb=2048" \
+  echo "$ nice -n $niceness $fuzz_dir/$name ${limits[*]} -timeout=30 -rss_limit_mb=2048" \
     "-print_final_stats=1 -artifact_prefix=$work/artifacts/ $work/corpus tests/fuzz/corpus/$name" >"$log"
   local rc=0
-  UBSAN_OPTIONS=print_stacktrace=1 nice -n 19 "$fuzz_dir/$name" "${limits[@]}" -timeout=30 \
+  UBSAN_OPTIONS=print_stacktrace=1 nice -n "$niceness" "$fuzz_dir/$name" "${limits[@]}" -timeout=30 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
     "$work/corpus" "tests/fuzz/corpus/$name" >>"$log" 2>&1 || rc=$?
   local execs secs cov ft corp verdict

@@ -128,7 +128,8 @@ std::vector<prom::MetricFamily> connection_gauges::Collect() const {
        type::Counter,
        {value(type::Counter, load(stats->header_timeouts))}},
       {"troupe_http_header_refusals_total",
-       "Request heads refused with 431, by reason: size (over the head size limit) or count "
+       "Request heads refused with 431, by reason: size (over --max-request-header-bytes) or "
+       "count "
        "(more fields than --max-request-headers)",
        type::Counter,
        {value(type::Counter, load(stats->header_too_large), "reason", "size"),

@@ -57,21 +57,7 @@ void hash_ring::add(const std::vector<std::pair<std::string, std::uint32_t>>& me
 }
 
 std::size_t hash_ring::find(std::string_view key, const std::vector<char>& eligible) const {
-  if (ring_.empty()) {
-    return npos;
-  }
-  auto h = hash(key);
-  auto start = static_cast<std::size_t>(
-      std::lower_bound(ring_.begin(), ring_.end(), h,
-                       [](const point& p, std::uint64_t v) { return p.at < v; }) -
-      ring_.begin());
-  for (std::size_t k = 0; k < ring_.size(); ++k) {
-    auto& p = ring_[(start + k) % ring_.size()];
-    if (p.member < eligible.size() && eligible[p.member]) {
-      return p.member;
-    }
-  }
-  return npos;
+  return find_if(key, [&](std::size_t m) { return m < eligible.size() && eligible[m]; });
 }
 
 } // namespace troupe::actors

@@ -227,6 +227,10 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--max-request-headers", cfg.max_request_headers,
                  "Header fields a request head may have; more get 431")
       ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
+  app.add_option("--max-request-header-bytes", cfg.max_request_header_bytes,
+                 "Largest request head (request line and header fields) in bytes; larger "
+                 "gets 431")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{8} * 1024 * 1024));
 
   // -- admission control (smg's flags) --
   app.add_option("--max-concurrent-requests", cfg.max_concurrent_requests,

@@ -9,7 +9,7 @@ import socket
 import time
 import unittest
 
-from harness import ProcessTestCase, get, post, wait_until
+from harness import ProcessTestCase, assert_each_refused, get, post, wait_until
 
 CHAT = {"model": "sim-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
 
@@ -160,12 +160,17 @@ class MaxConnections(ProcessTestCase):
             held.append(s)
         self.assertEqual(metrics(gw)["troupe_http_connections"], 10)
         for _ in range(3):
-            s = connect(gw)
             started = time.time()
-            s.sendall(b"GET /liveness HTTP/1.1\r\nHost: x\r\n\r\n")
-            self.assertEqual(read_all(s, timeout=5), b"")
+            try:
+                s = connect(gw)
+                s.sendall(b"GET /liveness HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertEqual(read_all(s, timeout=5), b"")
+                s.close()
+            except ConnectionResetError:
+                # The refusal's reset can beat the client's own connect() back to user space
+                # on a busy machine (seen in CI-like runs): the same refusal, seen earlier.
+                pass
             self.assertLess(time.time() - started, 2)
-            s.close()
         m = metrics(gw)
         self.assertEqual(m["troupe_http_connections_refused_total"], 3)
         self.assertEqual(m["troupe_http_connections"], 10)
@@ -205,6 +210,26 @@ class OversizedHeads(ProcessTestCase):
         self.assertEqual(json.loads(body)["error"]["code"], "header_too_large")
         self.assertEqual(metrics(gw)['troupe_http_header_refusals_total{reason="size"}'], 2)
         self.assertEqual(get(gw.url + "/liveness").status, 200)
+
+    def test_the_head_size_limit_is_a_flag(self):
+        gw = self.gateway("--max-request-header-bytes", "2048")
+        head = lambda n: (b"GET /liveness HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * n + b"\r\n\r\n")
+        s = connect(gw)
+        s.sendall(head(1500))
+        s.settimeout(5)
+        self.assertTrue(s.recv(65536).startswith(b"HTTP/1.1 200"))
+        s.close()
+        status, headers, body = self.send(gw, head(3000))
+        self.assertEqual(status, 431)
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertIn("exceeds 2048 bytes", json.loads(body)["error"]["message"])
+        self.assertEqual(metrics(gw)['troupe_http_header_refusals_total{reason="size"}'], 1)
+        self.assertEqual(get(gw.url + "/liveness").status, 200)
+
+    def test_a_head_size_limit_out_of_range_is_refused_at_start(self):
+        assert_each_refused(self, ["--max-request-header-bytes", "100"],
+                            ["--max-request-header-bytes", "9000000"],
+                            ["--max-request-header-bytes", "x"])
 
     def test_more_header_fields_than_the_cap_is_431(self):
         gw = self.gateway("--max-request-headers", "20")
