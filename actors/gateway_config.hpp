@@ -124,6 +124,11 @@ struct gateway_config {
   bool cluster_insecure = false;
   /// Largest gossip message decoded; BASP frames are bounded just above it.
   std::size_t cluster_max_message_bytes = 8u * 1024 * 1024;
+  // The shared prefix view of cache_aware policies (docs/cluster.md, "Shared prefix view").
+  std::size_t cluster_prefix_block_bytes = 128;                 ///< Block size; 0: no shared view.
+  std::size_t cluster_prefix_max_blocks_per_worker = 65536;     ///< Blocks remembered per worker.
+  std::size_t cluster_prefix_max_blocks = std::size_t{1} << 20; ///< Per policy, all workers.
+  std::size_t cluster_prefix_max_bytes_per_tick = 256 * 1024;   ///< Hashes sent per gossip tick.
 };
 
 } // namespace troupe::actors

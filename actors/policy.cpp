@@ -22,6 +22,8 @@ struct policy_state {
   std::uint64_t targeted = 0; ///< Picks an X-SMG-Target-Worker header made.
   std::uint64_t refused = 0;  ///< Selections that found no worker they may use.
   bool fleet_seen = true;     ///< The strategy has seen `fleet` (on_fleet runs before a pick).
+  prefix_sink fresh_sink;     ///< Told when picks placed new prefix blocks.
+  bool fresh_told = false;    ///< Told since the last take.
 };
 
 using self_ptr = policy_actor::stateful_pointer<policy_state>;
@@ -157,6 +159,12 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
         return make_caf_error(protocol::error_code::no_worker_available, std::move(why));
       }
     }
+    if (st.fresh_sink && !st.fresh_told && st.strat->prefixes_fresh()) {
+      // A prefix placed where the other nodes do not know it: they should hear of it before
+      // they route its next request (docs/cluster.md, "Shared prefix view").
+      st.fresh_told = true;
+      self->send(st.fresh_sink, prefix_atom_v);
+    }
   }
   if (k == strategy::npos) {
     ++st.refused;
@@ -291,6 +299,17 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
         j["state"] = std::move(state);
         return j.dump();
       },
+      [self](prefix_atom, bool fresh_only) {
+        prefix_drain out;
+        self->state.strat->take_prefixes(out, fresh_only);
+        self->state.fresh_told = false;
+        return out;
+      },
+      [self](prefix_atom, const protocol::prefix_update& update) {
+        catch_up(self); // the update may name workers of a snapshot not yet taken in
+        self->state.strat->merge_prefixes(update);
+      },
+      [self](prefix_atom, prefix_sink& sink) { self->state.fresh_sink = std::move(sink); },
   };
 }
 

@@ -3,6 +3,7 @@
 #include "actors/fleet.hpp"
 #include "actors/policies/policy_config.hpp"
 #include "actors/policies/selection.hpp"
+#include "actors/policies/shared_prefix_view.hpp"
 #include "actors/registry.hpp"
 
 #include <caf/actor_system.hpp>
@@ -13,6 +14,11 @@
 
 namespace troupe::actors {
 
+/// Where a policy keeping a shared prefix view says that its picks placed blocks new to their
+/// worker: the cluster node, which takes them at once rather than at its next gossip tick.
+/// Said once until the next take.
+using prefix_sink = caf::typed_actor<caf::reacts_to<prefix_atom>>;
+
 /// Selection state for one role (regular, prefill or decode): the strategy (round robin
 /// cursor, ...) and the fleet snapshot it picks from.
 using policy_actor = caf::typed_actor<
@@ -21,7 +27,15 @@ using policy_actor = caf::typed_actor<
     /// A new fleet snapshot from the registry.
     caf::reacts_to<publish_atom, fleet_ptr>,
     /// The policy's state as JSON, for the admin endpoint.
-    caf::replies_to<inspect_atom>::with<std::string>>;
+    caf::replies_to<inspect_atom>::with<std::string>,
+    /// The shared prefix view (docs/cluster.md): what this node's picks recorded since the
+    /// last time, for the cluster node to send (empty, with no counts, for policies without a
+    /// view). With `true`, only the blocks new to their worker (the rest waits for a tick).
+    caf::replies_to<prefix_atom, bool>::with<prefix_drain>,
+    /// Another node's picks, for the shared prefix view.
+    caf::reacts_to<prefix_atom, protocol::prefix_update>,
+    /// Who to tell when picks placed new blocks (the cluster node, once at start).
+    caf::reacts_to<prefix_atom, prefix_sink>>;
 
 /// Spawns a policy using strategy `strategy_name` (see `strategy_names()`) for workers of
 /// `role`, tuned by `cfg`. Fails at start-up on an unknown name.
@@ -35,3 +49,6 @@ std::vector<std::string> strategy_names();
 std::vector<std::string> accepted_strategy_names();
 
 } // namespace troupe::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::prefix_drain)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::protocol::prefix_update)

@@ -63,6 +63,8 @@ node_config node_settings(const actors::gateway_config& cfg) {
   // The peer that dials this pair had a full backoff and a dial attempt to do so.
   ncfg.passive_dial_after = ncfg.reconnect_max + ncfg.connect_timeout;
   ncfg.max_message_bytes = cfg.cluster_max_message_bytes;
+  ncfg.prefix_block_bytes = static_cast<std::uint32_t>(cfg.cluster_prefix_block_bytes);
+  ncfg.prefix_max_bytes_per_tick = cfg.cluster_prefix_max_bytes_per_tick;
   ncfg.cluster_address = ncfg.networked ? advertised(cfg, cfg.cluster_port) : std::string{};
   return ncfg;
 }
@@ -128,7 +130,21 @@ void runtime::start() {
                  svc_->metrics,
                  {},
                  std::make_shared<refusal_counts>(svc_->metrics),
+                 {},
                  {}};
+  if (ncfg.networked && ncfg.prefix_block_bytes > 0) {
+    // The cache_aware policies keep a shared prefix view (gateway.cpp turns it on).
+    auto policy_or = [&](const std::string& p) { return p.empty() ? cfg.policy : p; };
+    auto share = [&](const std::string& name, const std::string& policy,
+                     const actors::policy_actor& handle) {
+      if (policy == "cache_aware") {
+        deps.prefix_policies.emplace_back(name, handle);
+      }
+    };
+    share("regular", cfg.policy, svc_->regular_policy);
+    share("prefill", policy_or(cfg.prefill_policy), svc_->prefill_policy);
+    share("decode", policy_or(cfg.decode_policy), svc_->decode_policy);
+  }
   if (ncfg.networked) {
     // Each dial on a thread of its own, with its own timeout (cluster/dialer.hpp). The BASP
     // broker is taken here, on the main thread, while nothing else touches the middleman.

@@ -27,6 +27,7 @@ void tick(node_self self) {
   take_frame_refusals(self);
   report_load(self);
   expire_unconfirmed(self);
+  gossip_prefixes(self);
   auto changed = st.members.expire(steady_now(self), std::chrono::system_clock::now());
   for (auto& name : changed) {
     auto* m = st.members.find(name);
@@ -104,12 +105,13 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
   self->send(st.deps.registry, subscribe_atom_v,
              caf::actor_cast<actors::replication_listener>(self));
   publish_status(self);
+  start_prefix_gossip(self);
   if (st.cfg.networked) {
     self->send(self, tick_atom_v);
   }
-  // Nothing outside this process can reach this actor (it is never published, nor named in a
-  // message: it speaks to peers as its endpoint): what the handlers below receive comes from
-  // this node.
+  // Nothing outside this process can reach this actor (it is never published, and named only
+  // in messages to this node's policies: it speaks to peers as its endpoint): what the
+  // handlers below receive comes from this node.
   return {
       [self](gossip_atom, peer_actor& sender, std::string& bytes) {
         cpu_meter busy{self->state.cpu_ns};
@@ -139,6 +141,10 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
       [self](tick_atom) {
         cpu_meter busy{self->state.cpu_ns};
         tick(self);
+      },
+      [self](prefix_atom) {
+        cpu_meter busy{self->state.cpu_ns};
+        on_fresh_prefixes(self);
       },
       [self](persist_atom) {
         save(self, [self](bool) {

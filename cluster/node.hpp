@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/policy.hpp"
 #include "actors/registry.hpp"
 #include "cluster/refusals.hpp"
 #include "cluster/tls_files.hpp"
@@ -55,6 +56,8 @@ using node_actor = caf::typed_actor<
     caf::replies_to<changes_atom, actors::record_batch>::with<std::string>,
     /// Time to report load, expire silent members and redial (sent to itself).
     caf::reacts_to<tick_atom>,
+    /// A policy's picks placed new prefix blocks (`actors::prefix_sink`): sent on at once.
+    caf::reacts_to<prefix_atom>,
     /// Time to write the state file (sent to itself).
     caf::reacts_to<persist_atom>,
     /// Leave the cluster: say goodbye to the peers, save the state file, stop.
@@ -94,6 +97,10 @@ struct node_config {
   std::chrono::milliseconds max_version_ahead{60000};
   std::string state_file;                       ///< Empty: the registry is not persisted.
   std::chrono::milliseconds persist_delay{200}; ///< Writes are batched this long.
+  /// The shared prefix view's block size (told to peers in the hello); 0: no view.
+  std::uint32_t prefix_block_bytes = 0;
+  /// Bytes of prefix hashes sent per gossip tick, all policies together.
+  std::size_t prefix_max_bytes_per_tick = 256 * 1024;
 };
 
 /// What the node works with.
@@ -107,6 +114,8 @@ struct node_deps {
   /// thread and timeout, so one address that drops packets never delays the others), and
   /// `dialer` is not used.
   std::function<dialer_actor()> new_dialer;
+  /// The cache_aware policies whose shared prefix view the node carries (name = role).
+  std::vector<std::pair<std::string, actors::policy_actor>> prefix_policies;
 };
 
 /// A spawned node and the actor to publish on the cluster port.

@@ -67,6 +67,7 @@ void on_hello(node_self self, const std::string& from, const protocol::cluster_h
       m->cluster_address = h.cluster_address;
     }
   }
+  prefix_peer_hello(self, from, h);
   learn(self, h.cluster_address);
   for (auto& p : h.peers) {
     learn(self, p);
@@ -219,7 +220,7 @@ void refuse_duplicate(node_self self, const peer_actor& sender, protocol::cluste
 }
 
 /// A message of member `sender`.
-void deliver(node_self self, protocol::cluster_message& msg) {
+void deliver(node_self self, protocol::cluster_message& msg, std::size_t bytes) {
   auto& st = self->state;
   if (std::holds_alternative<protocol::cluster_bye>(msg.body)) {
     return member_down(self, msg.from, "left the cluster");
@@ -247,6 +248,8 @@ void deliver(node_self self, protocol::cluster_message& msg) {
           status_changed = true;
         } else if constexpr (std::is_same_v<T, protocol::cluster_ack>) {
           on_ack(self, msg.from, body);
+        } else if constexpr (std::is_same_v<T, protocol::prefix_update>) {
+          on_prefix_update(self, msg.from, body, bytes);
         }
       },
       msg.body);
@@ -322,7 +325,7 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
     asks_again = hello && hello->again;
   }
   auto from = msg->from;
-  deliver(self, *msg);
+  deliver(self, *msg, bytes.size());
   if (asks_again) {
     if (auto l = st.links.find(from); l != st.links.end() && l->second == sender) {
       greet_again(self, from, sender);
@@ -355,7 +358,7 @@ void member_down(node_self self, const std::string& name, std::string reason) {
     logs::cluster().info("the other node called {} (at {}) is taken as the member now", name,
                          std::get<protocol::cluster_hello>(dup.hello.body).cluster_address);
     admit(self, name, dup.actor);
-    deliver(self, dup.hello);
+    deliver(self, dup.hello, 0); // a hello: no prefix bytes to count
   }
   publish_status(self);
 }

@@ -99,6 +99,7 @@ void send_hello(node_self self, const peer_actor& to, bool again) {
   h.cluster_address = st.cfg.cluster_address;
   h.acks = true;
   h.deltas = true;
+  h.prefix_block_bytes = st.deps.prefix_policies.empty() ? 0 : st.cfg.prefix_block_bytes;
   for (auto& [name, m] : st.members.members()) {
     if (!m.cluster_address.empty() && m.state != member_state::down && st.links.count(name)) {
       h.peers.push_back(m.cluster_address);
@@ -230,6 +231,10 @@ void send_whole_load(node_self self, const peer_actor& to) {
   if (self->state.fleet) {
     send_bytes(self, to, whole_load(self));
   }
+}
+
+void send_encoded(node_self self, const peer_actor& to, std::string bytes) {
+  send_bytes(self, to, std::move(bytes));
 }
 
 void report_load(node_self self) {

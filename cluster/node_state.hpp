@@ -10,6 +10,7 @@
 #include "cluster/membership.hpp"
 #include "cluster/node.hpp"
 #include "cluster/peer_endpoint.hpp"
+#include "cluster/prefix_gossip.hpp"
 #include "cluster/sync_limits.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
@@ -99,6 +100,7 @@ struct node_state {
   bool persisted_once = false;
   bool stopping = false;
   frames_refused frames_seen; ///< The frame guard's counts already taken into `refusals`.
+  prefix_gossip_state prefix; ///< The shared prefix view (prefix_gossip.cpp).
 
   // -- counters (inspect) --
   std::uint64_t messages_in = 0;
@@ -181,6 +183,29 @@ void report_load(node_self self);
 
 /// A whole load report (as of the last one sent) to one link.
 void send_whole_load(node_self self, const peer_actor& to);
+/// Sends `bytes` (an encoded message) to `to`, counted.
+void send_encoded(node_self self, const peer_actor& to, std::string bytes);
+
+// -- prefix_gossip.cpp --
+
+/// Sets up the shared prefix view's state and makes this node the policies' prefix sink.
+void start_prefix_gossip(node_self self);
+
+/// Takes the policies' recorded prefix hashes and sends them to the members keeping a view.
+void gossip_prefixes(node_self self);
+
+/// A policy (the current sender) placed new prefix blocks: take and send them now.
+void on_fresh_prefixes(node_self self);
+
+/// A member's hello: whether (and with which block size) it keeps a shared prefix view.
+void prefix_peer_hello(node_self self, const std::string& from, const protocol::cluster_hello& h);
+
+/// A member's prefix update, for the policies.
+void on_prefix_update(node_self self, const std::string& from, protocol::prefix_update& u,
+                      std::size_t bytes);
+
+/// The shared prefix view's part of `/admin/actors`.
+nlohmann::json prefix_gossip_status(const node_state& st);
 
 // -- node_receive.cpp --
 

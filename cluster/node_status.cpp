@@ -174,6 +174,7 @@ nlohmann::json inspect_state(node_self self) {
           {"state_file", st.cfg.state_file},
           {"saves", st.saves},
           {"last_save_error", st.last_save_error},
+          {"prefix_view", prefix_gossip_status(st)},
           {"mailbox_size", self->mailbox().size()}};
 }
 

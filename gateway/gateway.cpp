@@ -103,6 +103,13 @@ void gateway::start() {
   }
   auto policy_or = [&](const std::string& p) { return p.empty() ? cfg.policy : p; };
   auto& tuning = cfg.policy_tuning;
+  if (cfg.cluster_port != 0) {
+    // A clustered node's cache_aware policies keep the shared prefix view (docs/cluster.md).
+    tuning.prefix_block_bytes = cfg.cluster_prefix_block_bytes;
+    tuning.prefix_max_blocks_per_worker = cfg.cluster_prefix_max_blocks_per_worker;
+    tuning.prefix_max_blocks = cfg.cluster_prefix_max_blocks;
+    tuning.prefix_max_pending = cfg.cluster_prefix_max_bytes_per_tick / 8;
+  }
   auto regular = actors::make_policy(d.sys, cfg.policy, protocol::worker_type::regular, tuning);
   auto prefill = actors::make_policy(d.sys, policy_or(cfg.prefill_policy),
                                      protocol::worker_type::prefill, tuning);

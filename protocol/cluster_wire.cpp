@@ -1,5 +1,7 @@
 #include "protocol/cluster_wire.hpp"
 
+#include "protocol/prefix_wire.hpp"
+
 #include <msgpack.hpp>
 #include <tuple>
 
@@ -76,7 +78,8 @@ struct body_writer {
   packer& pk;
 
   std::string_view operator()(const cluster_hello& h) {
-    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.again ? 1 : 0));
+    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.prefix_block_bytes != 0 ? 1 : 0) +
+                (h.again ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
@@ -90,6 +93,10 @@ struct body_writer {
     if (h.deltas) {
       put(pk, "deltas");
       pk.pack_true();
+    }
+    if (h.prefix_block_bytes != 0) {
+      put(pk, "pfx");
+      pk.pack_uint64(h.prefix_block_bytes);
     }
     if (h.again) {
       put(pk, "again");
@@ -153,6 +160,11 @@ struct body_writer {
     pk.pack_map(0);
     return "bye";
   }
+
+  std::string_view operator()(const prefix_update& u) {
+    detail::write_prefix_update(pk, u);
+    return "prefix";
+  }
 };
 
 std::string_view kind_of(const cluster_message& m) {
@@ -162,6 +174,7 @@ std::string_view kind_of(const cluster_message& m) {
     std::string_view operator()(const load_report&) { return "load"; }
     std::string_view operator()(const cluster_bye&) { return "bye"; }
     std::string_view operator()(const cluster_ack&) { return "ack"; }
+    std::string_view operator()(const prefix_update&) { return "prefix"; }
   };
   return std::visit(namer{}, m.body);
 }
@@ -377,6 +390,7 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("peers", h.peers);
     in.get("acks", h.acks);
     in.get("deltas", h.deltas);
+    in.get("pfx", h.prefix_block_bytes);
     in.get("again", h.again);
     m.body = std::move(h);
     return in.ok();
@@ -445,6 +459,14 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     }
     m.body = std::move(a);
     return in.ok();
+  }
+  if (kind == "prefix") {
+    prefix_update u;
+    if (!detail::read_prefix_update(body, u, why)) {
+      return false;
+    }
+    m.body = std::move(u);
+    return true;
   }
   why = "unknown message kind '" + std::string(kind) + "'";
   return false;

@@ -67,6 +67,9 @@ struct cluster_hello {
   /// peer's confirmation before it answers a registration. False from older senders.
   bool acks = false;
   bool deltas = false; ///< The sender reads load deltas (`load_report::full` false).
+  /// The block size of the sender's shared prefix view (`prefix_update`); 0: it has none (or
+  /// predates it), so it is sent no prefix updates. Written only when set.
+  std::uint32_t prefix_block_bytes = 0;
   /// The sender asks for the receiver's hello even if the receiver counts this link as verified
   /// already: the sender dialed the receiver and has not heard its hello, or lost the link while
   /// the receiver kept its own. A receiver that has this link as the sender's verified one
@@ -102,6 +105,21 @@ struct load_report {
   std::vector<std::string> resend;
 };
 
+/// The prefix blocks one worker was sent (chained block hashes, `actors::prefix_block_hashes`),
+/// in the order the sender recorded them: within one prompt its deepest block first.
+struct prefix_blocks {
+  std::string worker;                ///< Worker id (the same on every node).
+  std::vector<std::uint64_t> hashes; ///< On the wire: one binary string, 8 bytes each.
+};
+
+/// The shared prefix view (docs/cluster.md): what the sender's cache-aware picks recorded per
+/// worker since its last update, coalesced per gossip tick. Hashes only: no prompt text leaves
+/// a node. Sent only to members whose hello named the same `prefix_block_bytes`.
+struct prefix_update {
+  std::uint32_t block_bytes = 0;      ///< The sender's block size (receivers check it is theirs).
+  std::vector<prefix_blocks> workers; ///< One entry per worker.
+};
+
 /// The sender leaves the cluster (graceful shutdown): peers drop it at once.
 struct cluster_bye {};
 
@@ -119,7 +137,8 @@ struct cluster_message {
   std::string from;                             ///< Sender's node name.
   std::uint64_t incarnation = 0; ///< Random per process start: tells a restarted node apart.
   std::int64_t sent_ms = 0;      ///< Sender's wall clock.
-  std::variant<cluster_hello, registry_sync, load_report, cluster_bye, cluster_ack> body;
+  std::variant<cluster_hello, registry_sync, load_report, cluster_bye, cluster_ack, prefix_update>
+      body;
 };
 
 /// The message as msgpack bytes.
@@ -131,6 +150,10 @@ std::string encode(const cluster_message& m);
 /// string longer than the input, nesting at most 32 deep), so a small message cannot make the
 /// reader allocate much more than itself.
 std::optional<cluster_message> decode_message(std::string_view bytes, std::string& why);
+
+/// Bytes `u` takes as a message body, within a few bytes (what a sender counts against its
+/// budget per tick).
+std::size_t encoded_size(const prefix_update& u) noexcept;
 
 /// The records of `sync` in groups whose encoded messages (envelope `from` and all) stay within
 /// `max_bytes`, in order; a record too large to fit any message on its own is left out and

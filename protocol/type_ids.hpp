@@ -52,6 +52,7 @@ CAF_ADD_TYPE_ID(troupe, (troupe::protocol::worker_spec))
 // -- added later: appended, so that the ids above stay what older builds gave them --
 
 CAF_ADD_ATOM(troupe, troupe, endpoint_atom, "endpoint")
+CAF_ADD_ATOM(troupe, troupe, prefix_atom, "prefix")
 
 CAF_END_TYPE_ID_BLOCK(troupe)
 

@@ -130,6 +130,27 @@ struct metrics::impl {
           .Help("What the cluster layer refused from peers or strangers, by reason "
                 "(docs/cluster.md, \"Securing a cluster\")")
           .Register(*registry);
+  prom::Family<prom::Counter>& cluster_prefix_bytes =
+      prom::BuildCounter()
+          .Name("troupe_cluster_prefix_bytes_total")
+          .Help("Bytes of shared prefix view updates sent to and received from members")
+          .Register(*registry);
+  prom::Family<prom::Counter>& cluster_prefix_hashes =
+      prom::BuildCounter()
+          .Name("troupe_cluster_prefix_hashes_total")
+          .Help("Prefix block hashes of the shared prefix view, by outcome (sent, received, "
+                "dropped over a tick's budget, unknown_worker)")
+          .Register(*registry);
+  prom::Family<prom::Gauge>& cluster_prefix_blocks =
+      prom::BuildGauge()
+          .Name("troupe_cluster_prefix_blocks")
+          .Help("Prefix blocks the shared prefix view of a policy holds (all workers)")
+          .Register(*registry);
+  prom::Family<prom::Counter>& cluster_prefix_evicted =
+      prom::BuildCounter()
+          .Name("troupe_cluster_prefix_evicted_total")
+          .Help("Prefix blocks the shared prefix view of a policy evicted at its limits")
+          .Register(*registry);
 
   // actors
   prom::Family<prom::Gauge>& mailbox =
@@ -153,6 +174,10 @@ struct metrics::impl {
   child_cache<prom::Histogram> pd_phase_by{{"runtime", "phase"},
                                            histogram_adder(pd_phase, latency_buckets)};
   child_cache<prom::Counter> pd_kv_transfer_by{{"connector", "outcome"}, adder(pd_kv_transfer)};
+  child_cache<prom::Counter> prefix_bytes_by{{"direction"}, adder(cluster_prefix_bytes)};
+  child_cache<prom::Counter> prefix_hashes_by{{"outcome"}, adder(cluster_prefix_hashes)};
+  child_cache<prom::Gauge> prefix_blocks_by{{"policy"}, adder(cluster_prefix_blocks)};
+  child_cache<prom::Counter> prefix_evicted_by{{"policy"}, adder(cluster_prefix_evicted)};
   prom::Counter& pd_requests_total = pd_requests.Add({});
   prom::Counter& retries_connect = retries.Add({{"reason", "connect"}});
   prom::Counter& retries_status = retries.Add({{"reason", "status"}});
@@ -231,6 +256,20 @@ void metrics::on_cluster_load_age(std::chrono::duration<double> age) {
 
 void metrics::on_cluster_refused(std::string_view reason, std::uint64_t n) {
   impl_->cluster_refused_by.get({reason}).Increment(static_cast<double>(n));
+}
+
+void metrics::on_cluster_prefix_bytes(std::string_view direction, std::uint64_t bytes) {
+  impl_->prefix_bytes_by.get({direction}).Increment(static_cast<double>(bytes));
+}
+
+void metrics::on_cluster_prefix_hashes(std::string_view outcome, std::uint64_t n) {
+  impl_->prefix_hashes_by.get({outcome}).Increment(static_cast<double>(n));
+}
+
+void metrics::set_cluster_prefix_view(std::string_view policy, std::size_t blocks,
+                                      std::uint64_t evicted) {
+  impl_->prefix_blocks_by.get({policy}).Set(static_cast<double>(blocks));
+  impl_->prefix_evicted_by.get({policy}).Increment(static_cast<double>(evicted));
 }
 
 void metrics::set_mailbox_size(const std::string& actor, std::size_t size) {

@@ -106,6 +106,19 @@ public:
   /// `troupe_cluster_refused_total{reason}`; reasons are cluster/refusals.hpp's fixed set.
   void on_cluster_refused(std::string_view reason, std::uint64_t n = 1);
 
+  /// Shared prefix view traffic: `troupe_cluster_prefix_bytes_total{direction}` (`sent`: one
+  /// message's bytes times the members it went to; `received`).
+  void on_cluster_prefix_bytes(std::string_view direction, std::uint64_t bytes);
+
+  /// Shared prefix view hashes: `troupe_cluster_prefix_hashes_total{outcome}` (`sent`,
+  /// `received`, `dropped`: over the budget of a tick, `unknown_worker`: for a worker this node
+  /// does not serve).
+  void on_cluster_prefix_hashes(std::string_view outcome, std::uint64_t n);
+
+  /// What policy `policy`'s shared prefix view holds: `troupe_cluster_prefix_blocks{policy}`,
+  /// and `evicted` more blocks it evicted: `troupe_cluster_prefix_evicted_total{policy}`.
+  void set_cluster_prefix_view(std::string_view policy, std::size_t blocks, std::uint64_t evicted);
+
   // -- actors --
 
   /// The mailbox of a long-lived actor, as its last inspection saw it:

@@ -2,10 +2,12 @@
 #include "actors/policies/candidate_positions.hpp"
 #include "actors/policies/prompt_text.hpp"
 #include "actors/policies/radix_tree.hpp"
+#include "actors/policies/shared_prefix_view.hpp"
 #include "actors/policies/strategy.hpp"
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -24,11 +26,20 @@ namespace {
 /// room); when the load is imbalanced it goes to the least loaded worker. Either way its prompt
 /// is remembered for the chosen worker. The candidates looked at are every eligible one of a
 /// small group, a random sample of a large one, plus (score mode) the holders of the longest
-/// match: a pick costs the same with 4 workers or 4,000.
+/// match: a pick costs the same with 4 workers or 4,000. In a cluster a shared prefix view
+/// (`shared_prefix_view.hpp`) adds, in both modes, what the other nodes sent each worker: a
+/// match is the longer of the tree's and the view's, a worker's text the larger, and the
+/// holders of the view's longest match are looked at too.
 class cache_aware final : public strategy {
 public:
   explicit cache_aware(const policy_config& cfg)
-      : cfg_(cfg), scored_(cfg.cache_aware_mode != "smg") {}
+      : cfg_(cfg), scored_(cfg.cache_aware_mode != "smg") {
+    if (cfg.prefix_block_bytes > 0) {
+      view_.emplace(shared_prefix_view::settings{cfg.prefix_block_bytes,
+                                                 cfg.prefix_max_blocks_per_worker,
+                                                 cfg.prefix_max_blocks, cfg.prefix_max_pending});
+    }
+  }
 
   std::string_view name() const noexcept override { return "cache_aware"; }
 
@@ -40,6 +51,9 @@ public:
     eligible_sample(cands, sel, rng_, sample_);
     if (sample_.empty()) {
       return npos;
+    }
+    if (view_ && !text.empty()) {
+      view_->hash(text);
     }
     std::size_t k;
     if (scored_ && !text.empty()) {
@@ -56,7 +70,12 @@ public:
       k = least_loaded(cands);
       ++no_prompt_;
     } else {
-      auto matched = tree_.match(text, accepted(cands, sel), holders_, sample_size);
+      auto ok = accepted(cands, sel);
+      auto matched = tree_.match(text, ok, holders_, sample_size);
+      if (view_) {
+        // The cluster's picks: what other nodes sent to these workers.
+        matched = view_->widen(matched, ok, holders_, sample_size);
+      }
       auto ratio = static_cast<double>(matched) / static_cast<double>(text.size());
       if (matched > 0 && ratio >= cfg_.cache_threshold && (k = best_holder(cands)) != npos) {
         ++cache_hits_;
@@ -66,9 +85,33 @@ public:
       }
     }
     if (!text.empty()) {
-      tree_.insert(text, tenant_for(*cands[k]), cfg_.max_tree_size);
+      auto t = tenant_for(*cands[k]);
+      tree_.insert(text, t, cfg_.max_tree_size);
+      if (view_) {
+        view_->record(t, cands[k]->id);
+      }
     }
     return k;
+  }
+
+  bool take_prefixes(prefix_drain& out, bool fresh_only) override {
+    if (!view_) {
+      return false;
+    }
+    view_->take(out, fresh_only);
+    return true;
+  }
+
+  bool prefixes_fresh() const override { return view_ && view_->has_fresh(); }
+
+  void merge_prefixes(const protocol::prefix_update& update) override {
+    if (!view_) {
+      return;
+    }
+    view_->merge(update, [this](const std::string& id) -> const radix_tree::tenant* {
+      auto it = tenant_of_.find(id);
+      return it != tenant_of_.end() ? &it->second : nullptr;
+    });
   }
 
   void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
@@ -85,6 +128,9 @@ public:
       }
       // A worker that left takes its cache with it.
       tree_.remove(it->second);
+      if (view_) {
+        view_->remove(it->second, it->first);
+      }
       free_.push_back(it->second);
       it = tenant_of_.erase(it);
     }
@@ -106,22 +152,26 @@ public:
     for (auto& [id, t] : tenant_of_) {
       trees[id] = tree_.size(t);
     }
-    return {{"mode", scored_ ? "score" : "smg"},
-            {"load_weight", cfg_.cache_aware_load_weight},
-            {"mean_prompt_bytes", mean_prompt_},
-            {"cache_threshold", cfg_.cache_threshold},
-            {"balance_abs_threshold", cfg_.balance_abs_threshold},
-            {"balance_rel_threshold", cfg_.balance_rel_threshold},
-            {"max_tree_size", cfg_.max_tree_size},
-            {"eviction_interval_secs", cfg_.eviction_interval.count()},
-            {"tree_bytes", std::move(trees)},
-            {"tree_nodes", tree_.node_count()},
-            {"picks",
-             {{"cache_hit", cache_hits_},
-              {"most_room", cache_misses_},
-              {"imbalanced", imbalanced_},
-              {"no_prompt", no_prompt_},
-              {"spilled", spilled_}}}};
+    nlohmann::json j = {{"mode", scored_ ? "score" : "smg"},
+                        {"load_weight", cfg_.cache_aware_load_weight},
+                        {"mean_prompt_bytes", mean_prompt_},
+                        {"cache_threshold", cfg_.cache_threshold},
+                        {"balance_abs_threshold", cfg_.balance_abs_threshold},
+                        {"balance_rel_threshold", cfg_.balance_rel_threshold},
+                        {"max_tree_size", cfg_.max_tree_size},
+                        {"eviction_interval_secs", cfg_.eviction_interval.count()},
+                        {"tree_bytes", std::move(trees)},
+                        {"tree_nodes", tree_.node_count()},
+                        {"picks",
+                         {{"cache_hit", cache_hits_},
+                          {"most_room", cache_misses_},
+                          {"imbalanced", imbalanced_},
+                          {"no_prompt", no_prompt_},
+                          {"spilled", spilled_}}}};
+    if (view_) {
+      j["shared_view"] = view_->describe();
+    }
+    return j;
   }
 
 private:
@@ -139,7 +189,12 @@ private:
   /// candidates (a sample of a large group would miss them).
   std::size_t scored_pick(const std::vector<const worker_entry*>& cands, const selection& sel,
                           std::string_view text) {
-    tree_.match(text, accepted(cands, sel), holders_, sample_size);
+    auto ok = accepted(cands, sel);
+    tree_.match(text, ok, holders_, sample_size);
+    if (view_) {
+      // The holders of the view's longest match (other nodes' picks) are looked at too.
+      view_->add_holders(ok, holders_, 2 * sample_size);
+    }
     scored_index_ = sample_;
     for (auto t : holders_) {
       if (auto k = position(cands, entry_of_[t]); k != npos) {
@@ -161,6 +216,13 @@ private:
     tree_.match_each(
         text, [&](radix_tree::tenant t) { return t < scoring_.size() && scoring_[t]; },
         [&](radix_tree::tenant t, std::size_t length) { lengths_[t] = length; });
+    if (view_) {
+      // The cluster's picks: what other nodes sent to these workers, at block granularity.
+      view_->match_each([&](radix_tree::tenant t) { return t < scoring_.size() && scoring_[t]; },
+                        [&](radix_tree::tenant t, std::size_t bytes) {
+                          lengths_[t] = std::max(lengths_[t], bytes);
+                        });
+    }
     scored_cands_.clear();
     // A match below `cache_threshold` of the prompt (the JSON head every chat shares, a short
     // common line) saves too little to be worth following: it counts as none, so such prompts
@@ -176,12 +238,14 @@ private:
         matched = 0;
       }
       longest = std::max(longest, matched);
-      scored_cands_.push_back({matched, cands[i]->live->load(), tree_.size(t)});
+      scored_cands_.push_back({matched, cands[i]->live->load(), held(t)});
     }
     // The running mean prompt: what one request queued at a worker is taken to cost.
     const auto bytes = static_cast<double>(text.size());
     mean_prompt_ = mean_prompt_ == 0 ? bytes : mean_prompt_ + (bytes - mean_prompt_) / 64;
-    auto best = best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
+    auto best = view_ && longest == 0
+                    ? first_sight(cands)
+                    : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
     const auto matched = scored_cands_[best].matched;
     if (matched == 0) {
       ++cache_misses_;
@@ -192,6 +256,34 @@ private:
       ++spilled_; // affinity given up for a shorter queue: the prefix gains a holder
     }
     return scored_index_[best];
+  }
+
+  /// `score` mode with a shared view, for a prompt no candidate looked at holds enough of: the
+  /// worker every node would choose, so that nodes meeting a new prefix at once (before they
+  /// hear of each other's picks) place it on one worker. Of the scored candidates within one
+  /// request of the least loaded (nodes see each other's loads a gossip tick late), the one
+  /// holding the least text, then the one the prompt ranks first. Returns an index into
+  /// `scored_index_` (and `scored_cands_`). In a group larger than the sample, nodes draw
+  /// different samples and agree less.
+  std::size_t first_sight(const std::vector<const worker_entry*>& cands) const {
+    std::size_t lo = SIZE_MAX;
+    for (auto i : scored_index_) {
+      lo = std::min(lo, load(cands, i));
+    }
+    std::size_t k = npos;
+    std::pair<std::size_t, std::uint64_t> kb{};
+    for (std::size_t j = 0; j < scored_index_.size(); ++j) {
+      auto i = scored_index_[j];
+      if (load(cands, i) > lo + 1) {
+        continue;
+      }
+      std::pair b{scored_cands_[j].tree_bytes, view_->rank(cands[i]->id)};
+      if (k == npos || b < kb) {
+        k = j;
+        kb = b;
+      }
+    }
+    return k;
   }
 
   /// The tenant of worker `id`, given one when it has none yet.
@@ -247,12 +339,18 @@ private:
     return static_cast<std::size_t>(std::max(0, cands[i]->live->load()));
   }
 
+  /// Bytes of prompt text tenant `t` holds: per the tree (this node's prompts), or per the
+  /// shared view (the cluster's, at block granularity) when that knows more.
+  std::size_t held(radix_tree::tenant t) const {
+    return view_ ? std::max(tree_.size(t), view_->bytes(t)) : tree_.size(t);
+  }
+
   std::size_t held(const std::vector<const worker_entry*>& cands, std::size_t i) const {
     if (auto it = by_entry_.find(cands[i]); it != by_entry_.end()) {
-      return tree_.size(it->second);
+      return held(it->second);
     }
     auto it = tenant_of_.find(cands[i]->id);
-    return it != tenant_of_.end() ? tree_.size(it->second) : 0;
+    return it != tenant_of_.end() ? held(it->second) : 0;
   }
 
   /// The first of `among` minimizing (`primary`, `secondary`).
@@ -284,19 +382,32 @@ private:
     }
     // In candidate order, so ties go to the first candidate, as in a scan of the list.
     std::sort(holder_index_.begin(), holder_index_.end());
+    if (view_) {
+      // Nodes see loads at different moments: by load, each would spread a prefix two workers
+      // hold (two nodes placed it at once) over both, keeping both copies hot. By rank, every
+      // node prefers the same holder and the other copy ages out of its cache.
+      return best(
+          holder_index_, [&](std::size_t i) { return view_->rank(cands[i]->id); },
+          [&](std::size_t i) { return load(cands, i); });
+    }
     return best(
         holder_index_, [&](std::size_t i) { return load(cands, i); },
         [&](std::size_t i) { return held(cands, i); });
   }
 
+  /// With a shared view, ties go by the prompt's rank of each worker rather than by load (which
+  /// nodes see at different moments): nodes that meet a new prefix together agree on it.
   std::size_t most_room(const std::vector<const worker_entry*>& cands) const {
     return best(
         sample_, [&](std::size_t i) { return held(cands, i); },
-        [&](std::size_t i) { return load(cands, i); });
+        [&](std::size_t i) {
+          return view_ ? view_->rank(cands[i]->id) : static_cast<std::uint64_t>(load(cands, i));
+        });
   }
 
   policy_config cfg_;
   radix_tree tree_;
+  std::optional<shared_prefix_view> view_; ///< In a cluster: what every node sent where.
   std::unordered_map<std::string, radix_tree::tenant> tenant_of_; ///< By worker id.
   /// By entry of the current fleet snapshot (no string hashing per pick).
   std::unordered_map<const worker_entry*, radix_tree::tenant> by_entry_;

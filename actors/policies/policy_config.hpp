@@ -64,6 +64,16 @@ struct policy_config {
   // -- bucket --
   /// How often the length ranges are fitted to the traffic of the last such interval.
   std::chrono::seconds bucket_adjust_interval{5};
+
+  // -- cache_aware in a cluster: the shared prefix view (docs/cluster.md) --
+  /// Block size of the shared prefix view; 0: none (a node alone, or turned off).
+  std::size_t prefix_block_bytes = 0;
+  /// Blocks the view remembers per worker; least recently used ones beyond are evicted.
+  std::size_t prefix_max_blocks_per_worker = 65536;
+  /// Blocks the view remembers for all workers of the policy together.
+  std::size_t prefix_max_blocks = std::size_t{1} << 20;
+  /// Hashes this node's picks may leave waiting for the next gossip tick; more are dropped.
+  std::size_t prefix_max_pending = 32768;
 };
 
 } // namespace troupe::actors

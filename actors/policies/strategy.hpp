@@ -3,6 +3,7 @@
 #include "actors/fleet.hpp"
 #include "actors/policies/policy_config.hpp"
 #include "actors/policies/selection.hpp"
+#include "actors/policies/shared_prefix_view.hpp"
 
 #include <chrono>
 #include <functional>
@@ -46,6 +47,18 @@ public:
   /// A new fleet snapshot; the policy serves workers of `role`. Strategies with per-worker
   /// state drop that of the workers that left.
   virtual void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {}
+
+  /// The shared prefix view of a cluster (docs/cluster.md): moves what this node's picks
+  /// recorded since the last call into `out` (with `fresh_only`, only the blocks new to their
+  /// worker). False when the strategy keeps no view.
+  virtual bool take_prefixes(prefix_drain& out, bool fresh_only) { return false; }
+
+  /// True when picks since the last take placed blocks new to their worker: the cluster should
+  /// hear of them now, not at the next gossip tick.
+  virtual bool prefixes_fresh() const { return false; }
+
+  /// Merges what another node's picks recorded (strategies without a view ignore it).
+  virtual void merge_prefixes(const protocol::prefix_update& update) {}
 
   /// The strategy's own state for the admin endpoint (cursor, ...).
   virtual nlohmann::json describe() const = 0;

@@ -363,6 +363,20 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--cluster-max-message-bytes", cfg.cluster_max_message_bytes,
                  "Largest cluster message decoded (larger ones are dropped and counted)")
       ->check(CLI::Range(std::size_t{64} * 1024, std::size_t{1} << 30));
+  app.add_option("--cluster-prefix-block-bytes", cfg.cluster_prefix_block_bytes,
+                 "Shared prefix view of cache_aware policies: prompt bytes per hashed block "
+                 "(the same on every node; 0: each node knows only what it routed)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
+  app.add_option("--cluster-prefix-max-blocks-per-worker", cfg.cluster_prefix_max_blocks_per_worker,
+                 "Blocks the shared prefix view remembers per worker (least recently used "
+                 "evicted)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  app.add_option("--cluster-prefix-max-blocks", cfg.cluster_prefix_max_blocks,
+                 "Blocks the shared prefix view remembers per policy, all workers together")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  app.add_option("--cluster-prefix-max-bytes-per-tick", cfg.cluster_prefix_max_bytes_per_tick,
+                 "Bytes of prefix hashes a node sends per gossip tick (beyond: dropped, counted)")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
 
   try {
     app.parse(argc, argv);
@@ -393,6 +407,12 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   }
   if (!cfg.cluster_peers.empty() && cfg.cluster_port == 0) {
     std::cerr << "troupe: --cluster-peers needs --cluster-port\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (cfg.cluster_prefix_max_bytes_per_tick + 64 * 1024 > cfg.cluster_max_message_bytes) {
+    std::cerr << "troupe: --cluster-prefix-max-bytes-per-tick must leave 64 KiB of "
+                 "--cluster-max-message-bytes free (a tick's hashes travel in one message)\n";
     exit_code = 2;
     return std::nullopt;
   }

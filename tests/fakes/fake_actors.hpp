@@ -218,6 +218,9 @@ spawn_fake_policy(caf::actor_system& sys,
         },
         [](publish_atom, actors::fleet_ptr&) {},
         [](inspect_atom) { return std::string{"{}"}; },
+        [](prefix_atom, bool) { return actors::prefix_drain{}; },
+        [](prefix_atom, const protocol::prefix_update&) {},
+        [](prefix_atom, actors::prefix_sink&) {},
     };
   });
 }

@@ -1,0 +1,108 @@
+"""The cluster as one cache (docs/cluster.md, "Shared prefix view"), on loopback: a small
+shared-prefix workload (system prompts x users x turns, turn by turn) sent round robin over
+three cache_aware nodes: with the shared view the simulators' prefix caches are hit far more
+often than with each node on its own (--cluster-prefix-block-bytes 0), and as often as through
+one node: within the issue's 0.03 (measured: 0.715-0.719 against 0.719 in three runs on a
+loaded machine, since a pick placing a new prefix is sent to the members at once).
+
+Requests are sent one at a time (the machine is 2 shared cores: concurrency would measure the
+machine); the nodes run with default cluster flags.
+"""
+
+import os
+import random
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+
+from harness import ProcessTestCase, free_port, get, post, wait_until  # noqa: E402
+
+MODEL = "sim-model"
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+         "november oscar papa quebec romeo sierra tango uniform victor whiskey xray").split()
+
+
+def words(rng, n):
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def workload(system_prompts=6, users=18, turns=3, seed=7):
+    """Chat bodies, turn by turn (every user's turn 0 in a shuffled order, then turn 1, ...)."""
+    rng = random.Random(seed)
+    systems = [f"app {i}: " + words(rng, 300) for i in range(system_prompts)]
+    convos = []
+    for u in range(users):
+        convos.append({"system": systems[u % system_prompts],
+                       "turns": [f"user {u} turn {t}: " + words(rng, 40) for t in range(turns)],
+                       "answers": [words(rng, 30) for _ in range(turns)]})
+    bodies = []
+    for t in range(turns):
+        order = list(range(users))
+        rng.shuffle(order)
+        for u in order:
+            c = convos[u]
+            msgs = [{"role": "system", "content": c["system"]}]
+            for k in range(t):
+                msgs.append({"role": "user", "content": c["turns"][k]})
+                msgs.append({"role": "assistant", "content": c["answers"][k]})
+            msgs.append({"role": "user", "content": c["turns"][t]})
+            bodies.append({"model": MODEL, "max_tokens": 2, "messages": msgs})
+    return bodies
+
+
+class PrefixViewTest(ProcessTestCase):
+    def sims(self):
+        # A cache of 80 blocks of 16 tokens: two system prompts and their conversations fit a
+        # worker, not all six: where a prompt goes decides whether it is found.
+        return [self.sim("--cache-capacity-blocks", "80") for _ in range(3)]
+
+    def nodes(self, count, sims, *flags):
+        ports = [(free_port(), free_port()) for _ in range(count)]
+        gws = []
+        for i, (port, cport) in enumerate(ports):
+            f = ["--policy", "cache_aware", "--health-check-interval-secs", "1", *flags]
+            if count > 1:
+                peers = ",".join(f"127.0.0.1:{c}" for j, (_, c) in enumerate(ports) if j != i)
+                f += ["--node-name", f"node-{i}", "--cluster-port", str(cport),
+                      "--cluster-peers", peers]
+            gws.append(self.gateway(*f, workers=sims, port=port))
+        for g in gws:
+            wait_until(lambda: sum(1 for w in g.workers() if w.get("routable")) == len(sims), 15,
+                       what="every worker routable")
+            if count > 1:
+                wait_until(lambda: get(g.url + "/admin/cluster").json()["counts"]["up"] == count,
+                           15, what=f"{count} members up")
+        return gws
+
+    def hit_rate(self, count, *flags):
+        sims = self.sims()
+        gws = self.nodes(count, sims, *flags)
+        for i, body in enumerate(workload()):
+            r = post(gws[i % count].url + "/v1/chat/completions", body, timeout=30)
+            self.assertEqual(r.status, 200, r)
+        hits = misses = 0
+        for s in sims:
+            c = s.stats()["cache"]
+            hits += c["hits"]
+            misses += c["misses"]
+        for p in gws + sims:
+            p.stop()
+        return hits / (hits + misses), gws
+
+    def test_the_shared_view_keeps_what_three_nodes_would_lose(self):
+        one, _ = self.hit_rate(1)
+        three, _ = self.hit_rate(3)
+        off, _ = self.hit_rate(3, "--cluster-prefix-block-bytes", "0")
+        print(f"\nprefix-cache hit rate: 1 node {one:.3f}, 3 nodes {three:.3f}, "
+              f"3 nodes without the shared view {off:.3f}")
+        self.assertGreater(one, 0.6, "the workload reuses prefixes: one node must find them")
+        # Without the view each node places prompts on its own and loses much of the cache;
+        # with it, three nodes keep most of what one node finds.
+        self.assertLess(off, one - 0.1)
+        self.assertGreater(three, off + 0.1)
+        # The issue's target: three nodes within 0.03 of one.
+        self.assertGreaterEqual(three, one - 0.03)
+
+if __name__ == "__main__":
+    unittest.main()

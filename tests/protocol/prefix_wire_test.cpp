@@ -1,0 +1,88 @@
+#include "protocol/cluster_wire.hpp"
+
+#include <catch2/catch.hpp>
+#include <msgpack.hpp>
+
+using namespace troupe::protocol;
+
+namespace {
+
+cluster_message with(prefix_update u) {
+  cluster_message m;
+  m.from = "node-a";
+  m.incarnation = 7;
+  m.body = std::move(u);
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("prefix updates round-trip: worker ids and 8-byte hashes, nothing else") {
+  prefix_update u;
+  u.block_bytes = 128;
+  u.workers.push_back({"w-1", {0x0123456789abcdefull, 0, UINT64_MAX}});
+  u.workers.push_back({"w-2", {}});
+  auto bytes = encode(with(u));
+  std::string why;
+  auto back = decode_message(bytes, why);
+  REQUIRE(back);
+  auto* got = std::get_if<prefix_update>(&back->body);
+  REQUIRE(got);
+  CHECK(got->block_bytes == 128);
+  REQUIRE(got->workers.size() == 2);
+  CHECK(got->workers[0].worker == "w-1");
+  CHECK(got->workers[0].hashes == u.workers[0].hashes);
+  CHECK(got->workers[1].hashes.empty());
+  // 3 hashes take 24 bytes and a small envelope: no room for anything like a prompt.
+  CHECK(bytes.size() < 140);
+  CHECK(encoded_size(u) >= 24);
+}
+
+TEST_CASE("a hello says the sender's prefix block size only when it keeps a view") {
+  cluster_message m;
+  m.from = "node-a";
+  cluster_hello h{"api", "addr", {}};
+  m.body = h;
+  auto plain = encode(m);
+  CHECK(plain.find("pfx") == std::string::npos); // what older readers never see
+  h.prefix_block_bytes = 64;
+  m.body = h;
+  std::string why;
+  auto back = decode_message(encode(m), why);
+  REQUIRE(back);
+  CHECK(std::get<cluster_hello>(back->body).prefix_block_bytes == 64);
+  auto old = decode_message(plain, why);
+  REQUIRE(old);
+  CHECK(std::get<cluster_hello>(old->body).prefix_block_bytes == 0);
+}
+
+TEST_CASE("a prefix update whose hashes are not whole 8-byte words is refused") {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk{&buf};
+  auto str = [&](std::string_view s) {
+    pk.pack_str(static_cast<std::uint32_t>(s.size()));
+    pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+  };
+  pk.pack_map(4);
+  str("v");
+  pk.pack_uint64(1);
+  str("from");
+  str("node-b");
+  str("kind");
+  str("prefix");
+  str("body");
+  pk.pack_map(2);
+  str("bb");
+  pk.pack_uint64(128);
+  str("w");
+  pk.pack_array(1);
+  pk.pack_map(2);
+  str("id");
+  str("w-1");
+  str("h");
+  pk.pack_bin(7);
+  pk.pack_bin_body("1234567", 7);
+  std::string why;
+  CHECK_FALSE(decode_message(std::string_view{buf.data(), buf.size()}, why));
+  CHECK(why.find("8-byte") != std::string::npos);
+}
