@@ -13,6 +13,8 @@
 #include "cluster/tls_diagnosis.hpp"
 #include "services/logs.hpp"
 
+#include <algorithm>
+
 namespace troupe::cluster {
 
 namespace {
@@ -105,7 +107,13 @@ void try_dial(node_self self, const std::string& address) {
             st.dial_links[address] = peer.address();
             self->monitor(peer);
             logs::cluster().info("linked to {}", address);
-            greet(self, {}, peer); // its name comes with its hello
+            // Its name comes with its hello, which ours asks for (node_rejoin.cpp).
+            greet(self, {}, peer, true);
+            auto verified = std::any_of(st.links.begin(), st.links.end(),
+                                        [&](auto& kv) { return kv.second == peer; });
+            if (!verified) {
+              await_hello(self, peer);
+            }
           },
           [self, address, dialer](caf::error& e) {
             if (self->state.deps.new_dialer) {
@@ -137,6 +145,7 @@ void dial_all(node_self self) {
   if (!st.cfg.networked || st.stopping) {
     return;
   }
+  ask_unanswered(self);
   auto now = steady_now(self);
   auto skip = [&](const std::string& address) {
     if (linked(st, address)) {

@@ -52,6 +52,7 @@ void admit(node_self self, const std::string& name, const peer_actor& sender) {
     st.greeted.erase(link.address());
   }
   link = sender;
+  link_verified(self, name, sender);
   self->monitor(sender);
   greet(self, name, sender);
 }
@@ -298,12 +299,16 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
                   "a message from the second node called " + msg->from);
   }
   auto link = st.links.find(msg->from);
+  auto* hello = std::get_if<protocol::cluster_hello>(&msg->body);
+  // A hello asking for ours on the member's verified link: it lacks our greeting (node_rejoin).
+  bool asks_again = false;
   if (link == st.links.end() || link->second != sender) {
-    auto* h = std::get_if<protocol::cluster_hello>(&msg->body);
+    auto* h = hello;
     if (std::holds_alternative<protocol::cluster_bye>(msg->body)) {
       return; // a goodbye of a link that is not the member's current one: nothing to drop
     }
     if (!h) {
+      ask_lost_member(self, sender, *msg);
       return refuse(self, refusal::not_member,
                     "a message from " + msg->from + " before its hello on this link");
     }
@@ -316,8 +321,16 @@ void on_gossip(node_self self, const peer_actor& sender, std::string& bytes) {
       return refuse_duplicate(self, sender, std::move(*msg));
     }
     admit(self, msg->from, sender);
+  } else {
+    asks_again = hello && hello->again;
   }
+  auto from = msg->from;
   deliver(self, *msg, bytes.size());
+  if (asks_again) {
+    if (auto l = st.links.find(from); l != st.links.end() && l->second == sender) {
+      greet_again(self, from, sender);
+    }
+  }
 }
 
 void member_down(node_self self, const std::string& name, std::string reason) {
@@ -327,8 +340,10 @@ void member_down(node_self self, const std::string& name, std::string reason) {
   }
   if (auto it = st.links.find(name); it != st.links.end()) {
     st.greeted.erase(it->second.address());
+    link_lost(self, name, it->second.address());
     st.links.erase(it);
   }
+  st.regreeted.erase(name);
   if (auto* m = st.members.find(name)) {
     address_lost(self, m->cluster_address);
   }

@@ -63,24 +63,6 @@ std::vector<cluster_message> sync_messages(node_self self, actors::record_batch 
   return out;
 }
 
-void send_hello(node_self self, const peer_actor& to) {
-  auto& st = self->state;
-  protocol::cluster_hello h;
-  h.api_address = st.cfg.api_address;
-  h.cluster_address = st.cfg.cluster_address;
-  h.acks = true;
-  h.deltas = true;
-  h.prefix_block_bytes = st.deps.prefix_policies.empty() ? 0 : st.cfg.prefix_block_bytes;
-  for (auto& [name, m] : st.members.members()) {
-    if (!m.cluster_address.empty() && m.state != member_state::down && st.links.count(name)) {
-      h.peers.push_back(m.cluster_address);
-    }
-  }
-  auto m = envelope(self);
-  m.body = std::move(h);
-  send_bytes(self, to, protocol::encode(m));
-}
-
 /// Sends the whole registry to member `name` (on its current link).
 void full_sync(node_self self, const std::string& name) {
   auto& st = self->state;
@@ -108,6 +90,25 @@ void full_sync(node_self self, const std::string& name) {
 }
 
 } // namespace
+
+void send_hello(node_self self, const peer_actor& to, bool again) {
+  auto& st = self->state;
+  protocol::cluster_hello h;
+  h.again = again;
+  h.api_address = st.cfg.api_address;
+  h.cluster_address = st.cfg.cluster_address;
+  h.acks = true;
+  h.deltas = true;
+  h.prefix_block_bytes = st.deps.prefix_policies.empty() ? 0 : st.cfg.prefix_block_bytes;
+  for (auto& [name, m] : st.members.members()) {
+    if (!m.cluster_address.empty() && m.state != member_state::down && st.links.count(name)) {
+      h.peers.push_back(m.cluster_address);
+    }
+  }
+  auto m = envelope(self);
+  m.body = std::move(h);
+  send_bytes(self, to, protocol::encode(m));
+}
 
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -157,10 +158,10 @@ void broadcast_records(node_self self, actors::record_batch records,
   }
 }
 
-void greet(node_self self, const std::string& name, const peer_actor& to) {
+void greet(node_self self, const std::string& name, const peer_actor& to, bool again) {
   auto& st = self->state;
   if (st.greeted.insert(to.address()).second) {
-    send_hello(self, to);
+    send_hello(self, to, again);
     send_whole_load(self, to); // the base its deltas build on
   }
   if (!name.empty()) {

@@ -39,7 +39,20 @@ struct node_state {
   /// Addresses this node leaves to the peer there to dial (one connection per pair: see
   /// node_dial.cpp), and since when it has waited.
   std::map<std::string, caf::actor_clock::time_point> awaiting;
-  std::set<caf::actor_addr> greeted;                 ///< Links this node sent hello + state.
+  std::set<caf::actor_addr> greeted; ///< Links this node sent hello + state.
+  /// Actors this node dialed whose hello has not come on their link yet, and when this node last
+  /// asked for it (node_rejoin.cpp).
+  std::map<caf::actor_addr, std::pair<peer_actor, caf::actor_clock::time_point>> unanswered;
+  /// Members whose link this node lost, by name: that link's actor and the member's
+  /// incarnation, and when this node last asked it to greet again (node_rejoin.cpp).
+  struct lost_link {
+    caf::actor_addr actor;
+    std::uint64_t incarnation = 0;
+    caf::actor_clock::time_point asked{};
+  };
+  std::map<std::string, lost_link> lost_links;
+  /// Members this node greeted again on their asking, and when (once per keepalive each).
+  std::map<std::string, caf::actor_clock::time_point> regreeted;
   std::set<std::string> full_sync_due;               ///< Members waiting for a whole registry.
   std::map<std::string, unsigned> digest_mismatches; ///< Consecutive, per member.
   /// A second live node with a member's name (another incarnation, another link): refused
@@ -94,7 +107,9 @@ struct node_state {
   std::uint64_t messages_out = 0;
   std::uint64_t bytes_in = 0;
   std::uint64_t bytes_out = 0;
-  std::uint64_t cpu_ns = 0; ///< Thread CPU time of the main handlers (cpu_meter.hpp).
+  std::uint64_t cpu_ns = 0;          ///< Thread CPU time of the main handlers (cpu_meter.hpp).
+  std::uint64_t greetings_asked = 0; ///< Hellos sent with `again` (node_rejoin.cpp).
+  std::uint64_t regreets = 0;        ///< Greetings sent again because a member asked.
   std::string last_decode_error;
   std::uint64_t full_syncs_sent = 0;
   std::uint64_t full_syncs_received = 0;
@@ -149,9 +164,12 @@ void broadcast(node_self self, const protocol::cluster_message& m);
 /// An envelope from this node.
 protocol::cluster_message envelope(node_self self);
 
-/// Greets a new link once: hello, then the whole registry (when the limits allow; later
-/// otherwise).
-void greet(node_self self, const std::string& name, const peer_actor& to);
+/// Greets a new link once: hello (`again`: asking for the peer's, see `cluster_hello`), then
+/// the whole registry (when the limits allow; later otherwise).
+void greet(node_self self, const std::string& name, const peer_actor& to, bool again = false);
+
+/// Sends this node's hello to `to` (`again`: asking for the peer's hello).
+void send_hello(node_self self, const peer_actor& to, bool again = false);
 
 /// Sends the whole registry to member `name` now, or as soon as the limits allow.
 void request_full_sync(node_self self, const std::string& name);
@@ -199,6 +217,32 @@ void member_down(node_self self, const std::string& name, std::string reason);
 
 /// The link of `peer` closed: whatever it was refused for (a duplicate name) is over.
 void forget_refused(node_self self, const caf::actor_addr& peer);
+
+// -- node_rejoin.cpp --
+
+/// This node dialed `peer` (and sent its hello asking for the peer's): until the peer's hello
+/// comes on that link, `ask_unanswered` asks again.
+void await_hello(node_self self, const peer_actor& peer);
+
+/// Sends the hello asking for theirs again to dialed actors that have not said hello on their
+/// link, at most once per `suspect_after` each.
+void ask_unanswered(node_self self);
+
+/// `sender` is member `name`'s verified link now: nothing more to ask of it.
+void link_verified(node_self self, const std::string& name, const peer_actor& sender);
+
+/// Member `name`'s verified link `actor` is gone from this node.
+void link_lost(node_self self, const std::string& name, const caf::actor_addr& actor);
+
+/// A message refused as before its hello on this link: when, over TLS, it comes from the very
+/// actor and incarnation of member `msg.from`'s lost link, asks that actor to greet again (at
+/// most once per keepalive). Anyone else gets nothing.
+void ask_lost_member(node_self self, const peer_actor& sender,
+                     const protocol::cluster_message& msg);
+
+/// A hello asking for this node's (`again`) came on member `name`'s verified link: greets it
+/// again (hello, whole load report, whole registry as the limits allow), once per keepalive.
+void greet_again(node_self self, const std::string& name, const peer_actor& sender);
 
 // -- node_dial.cpp --
 

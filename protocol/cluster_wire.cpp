@@ -78,7 +78,8 @@ struct body_writer {
   packer& pk;
 
   std::string_view operator()(const cluster_hello& h) {
-    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.prefix_block_bytes != 0 ? 1 : 0));
+    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.again ? 1 : 0) +
+                (h.prefix_block_bytes != 0 ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
@@ -96,6 +97,10 @@ struct body_writer {
     if (h.prefix_block_bytes != 0) {
       put(pk, "pfx");
       pk.pack_uint64(h.prefix_block_bytes);
+    }
+    if (h.again) {
+      put(pk, "again");
+      pk.pack_true();
     }
     return "hello";
   }
@@ -386,6 +391,7 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("acks", h.acks);
     in.get("deltas", h.deltas);
     in.get("pfx", h.prefix_block_bytes);
+    in.get("again", h.again);
     m.body = std::move(h);
     return in.ok();
   }

@@ -70,6 +70,11 @@ struct cluster_hello {
   /// The block size of the sender's shared prefix view (`prefix_update`); 0: it has none (or
   /// predates it), so it is sent no prefix updates. Written only when set.
   std::uint32_t prefix_block_bytes = 0;
+  /// The sender asks for the receiver's hello even if the receiver counts this link as verified
+  /// already: the sender dialed the receiver and has not heard its hello, or lost the link while
+  /// the receiver kept its own. A receiver that has this link as the sender's verified one
+  /// greets it again (hello, whole load report, whole registry). Older receivers ignore it.
+  bool again = false;
 };
 
 /// Registry records: the sender's whole state (`full`, on a new link or when digests differ),

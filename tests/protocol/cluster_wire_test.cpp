@@ -62,6 +62,13 @@ TEST_CASE("every cluster message survives encode and decode") {
     CHECK(h.api_address == "10.0.0.1:30000");
     CHECK(h.cluster_address == "10.0.0.1:7000");
     CHECK(h.peers == std::vector<std::string>{"10.0.0.2:7000"});
+    CHECK_FALSE(h.again);
+    auto asking = std::get<cluster_hello>(m.body);
+    asking.again = true;
+    m.body = asking;
+    auto again = decode_message(encode(m), why);
+    REQUIRE(again);
+    CHECK(std::get<cluster_hello>(again->body).again);
   }
   SECTION("registry sync, records with and without optional fields, tombstones") {
     auto plain = sample_record();
