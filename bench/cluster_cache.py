@@ -20,8 +20,6 @@ Workload flags (--system-prompts 8 --system-prompt-tokens 1500 --users 48 --turn
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,14 +27,10 @@ import tempfile
 import time
 import urllib.request
 
+from loopback import Processes, free_port
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MODEL = "sim-model"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(url, timeout=5):
@@ -60,17 +54,11 @@ class StartupError(RuntimeError):
     pass
 
 
-class Procs:
+class Procs(Processes):
     def __init__(self, build, gateway_flags=()):
+        super().__init__()
         self.build = build
         self.gateway_flags = list(gateway_flags)
-        self.procs = []
-
-    def start(self, args):
-        p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        self.procs.append(p)
-        return p
 
     def sim(self, args):
         port = free_port()
@@ -116,16 +104,6 @@ class Procs:
             if p.poll() is not None:
                 raise StartupError(f"{' '.join(p.args[:3])} exited with {p.returncode} at start "
                                    "(a port taken between free_port and bind?)")
-
-    def stop_all(self):
-        for p in reversed(self.procs):
-            p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        self.procs = []
 
 
 def routable(url):
