@@ -11,7 +11,7 @@ found at admission over blocks looked up), TTFT p50/p90/p99 is troupe-bench's. W
 
 Usage: bench/cluster_cache.py [--nodes 1 3 5] [--policies round_robin power_of_two
            consistent_hash cache_aware] [--share on|off|both] [--workers 4] [--rounds 1]
-           [--build build] [--json out.json]
+           [--build build] [--json out.json] [--gateway-flag=FLAG ...]
 Workload flags (--system-prompts 8 --system-prompt-tokens 1500 --users 48 --turns 4
 --concurrency 16 --max-tokens 16) and sim flags (--prefill-us-per-token 20
 --cache-capacity-blocks 300 --ttft-base-ms 5 --itl-ms 5) are the issue's (docs/performance.md).
@@ -20,8 +20,6 @@ Workload flags (--system-prompts 8 --system-prompt-tokens 1500 --users 48 --turn
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,14 +27,10 @@ import tempfile
 import time
 import urllib.request
 
+from loopback import Processes, free_port
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MODEL = "sim-model"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(url, timeout=5):
@@ -56,16 +50,15 @@ def wait_until(pred, timeout, what):
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-class Procs:
-    def __init__(self, build):
-        self.build = build
-        self.procs = []
+class StartupError(RuntimeError):
+    pass
 
-    def start(self, args):
-        p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        self.procs.append(p)
-        return p
+
+class Procs(Processes):
+    def __init__(self, build, gateway_flags=()):
+        super().__init__()
+        self.build = build
+        self.gateway_flags = list(gateway_flags)
 
     def sim(self, args):
         port = free_port()
@@ -85,7 +78,7 @@ class Procs:
         for i, (port, cport) in enumerate(ports):
             flags = ["--port", port, "--prometheus-port", 0, "--log-level", "warn",
                      "--policy", policy, "--worker-urls", *sims,
-                     "--health-check-interval-secs", 1]
+                     "--health-check-interval-secs", 1, *self.gateway_flags]
             if n > 1:
                 peers = ",".join(f"127.0.0.1:{c}" for j, (_, c) in enumerate(ports) if j != i)
                 flags += ["--node-name", f"node-{i}", "--cluster-port", cport,
@@ -95,21 +88,22 @@ class Procs:
             self.start([os.path.join(self.build, "apps", "troupe", "troupe"), *flags])
             urls.append(f"http://127.0.0.1:{port}")
         for u in urls:
+            self.check_alive()
             wait_until(lambda: routable(u) == len(sims), 30, f"{u} to route to every worker")
             if n > 1:
-                wait_until(lambda: get_json(u + "/admin/cluster")["counts"]["up"] == n, 90,
-                           f"{u} to see {n} members up")
+                try:
+                    wait_until(lambda: get_json(u + "/admin/cluster")["counts"]["up"] == n, 90,
+                               f"{u} to see {n} members up")
+                except RuntimeError as e:
+                    self.check_alive()
+                    raise StartupError(str(e)) from e
         return urls
 
-    def stop_all(self):
-        for p in reversed(self.procs):
-            p.send_signal(signal.SIGTERM)
+    def check_alive(self):
         for p in self.procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        self.procs = []
+            if p.poll() is not None:
+                raise StartupError(f"{' '.join(p.args[:3])} exited with {p.returncode} at start "
+                                   "(a port taken between free_port and bind?)")
 
 
 def routable(url):
@@ -135,7 +129,7 @@ def bench(args, urls):
 
 
 def one(args, n, policy, share):
-    procs = Procs(args.build)
+    procs = Procs(args.build, args.gateway_flag)
     try:
         sims = [procs.sim(args) for _ in range(args.workers)]
         urls = procs.cluster(n, sims, policy, share)
@@ -152,11 +146,15 @@ def one(args, n, policy, share):
                 if a.get("kind") == "cluster_node" and policy == "cache_aware":
                     full = get_json(u + f"/admin/actors/{a['id']}")
                     bytes_sent += full["state"]["prefix_view"]["bytes_sent"]
-                if a.get("name") == "policy:regular":
-                    # cache_aware's decisions, summed over the nodes (picks.cache_hit, ...)
-                    for k, v in a.items():
-                        if k.startswith("picks.") and isinstance(v, int):
-                            picks[k[6:]] = picks.get(k[6:], 0) + v
+                if a.get("kind") == "policy" and policy == "cache_aware":
+                    # cache_aware's decisions, summed over the nodes (cache_hit, most_room, ...)
+                    state = get_json(u + f"/admin/actors/{a['id']}").get("state", {})
+                    for k, v in state.get("state", {}).get("picks", {}).items():
+                        picks[k] = picks.get(k, 0) + v
+                    view = state.get("state", {}).get("shared_view")
+                    if view and view["distinct_blocks"] and "copies" not in picks:
+                        # Workers per prefix block, per the first node's view.
+                        picks["copies"] = round(view["blocks"] / view["distinct_blocks"], 2)
         return {"nodes": n, "policy": policy, "share": share, "ok": stage["ok"],
                 "failed": stage["failed"], "hit_rate": hits / max(1, hits + misses),
                 "ttft_p50_ms": stage["ttft_ms"]["p50"], "ttft_p90_ms": stage["ttft_ms"]["p90"],
@@ -188,6 +186,9 @@ def main():
     ap.add_argument("--itl-ms", type=float, default=5)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--gateway-flag", action="append", default=[],
+                    help="one more flag for every node (repeat; e.g. --gateway-flag=--cache-aware-mode "
+                         "--gateway-flag=smg)")
     args = ap.parse_args()
 
     runs = []
@@ -198,7 +199,13 @@ def main():
         for share in shares:
             for n in args.nodes:
                 for r in range(args.rounds):
-                    row = one(args, n, policy, share)
+                    try:
+                        row = one(args, n, policy, share)
+                    except StartupError as e:
+                        # Fresh processes and ports, once: a start-up failure is not a result.
+                        print(f"{policy} nodes={n} round {r + 1}: {e}; starting over once",
+                              flush=True)
+                        row = one(args, n, policy, share)
                     row["round"] = r + 1
                     runs.append(row)
                     print(f"{policy:16} share={'on ' if share else 'off'} nodes={n} "

@@ -1,6 +1,9 @@
-"""Loopback helpers the benchmarks share: a free port, waiting for an HTTP server to answer."""
+"""Loopback helpers the benchmarks share: a free port, waiting for an HTTP server to answer,
+the processes a benchmark started."""
 
+import signal
 import socket
+import subprocess
 import time
 import urllib.request
 
@@ -25,3 +28,26 @@ def wait_http(url, timeout=10, context=None):
             pass
         time.sleep(0.05)
     raise RuntimeError(f"{url} did not come up")
+
+
+class Processes:
+    """Processes a benchmark starts (output discarded), stopped together, last started first."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args):
+        p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.procs = []

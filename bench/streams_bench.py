@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import threading
 import time
 
 from fake_worker import MODEL as FAKE_MODEL, FakeWorkers
-from loopback import free_port, wait_http
+from loopback import Processes, free_port, wait_http
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MODEL = "bench-model"
@@ -48,16 +47,10 @@ def rss_mb(pid):
     return 0.0
 
 
-class Procs:
+class Procs(Processes):
     def __init__(self, build):
+        super().__init__()
         self.build = build
-        self.procs = []
-
-    def start(self, args):
-        p = subprocess.Popen([str(a) for a in args],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.procs.append(p)
-        return p
 
     def sim(self, *flags):
         port = free_port()
@@ -75,16 +68,6 @@ class Procs:
         url = f"http://127.0.0.1:{port}"
         wait_http(url + "/readiness", timeout=20)
         return url, p
-
-    def stop_all(self):
-        for p in reversed(self.procs):
-            p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        self.procs = []
 
 
 def bench(build, *args, model=MODEL, timeout=900):

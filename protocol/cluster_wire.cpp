@@ -78,8 +78,8 @@ struct body_writer {
   packer& pk;
 
   std::string_view operator()(const cluster_hello& h) {
-    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.prefix_block_bytes != 0 ? 1 : 0) +
-                (h.again ? 1 : 0));
+    pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.again ? 1 : 0) +
+                (h.prefix_block_bytes != 0 ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
