@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
-from harness import ROOT, free_port, get  # noqa: E402
+from harness import ROOT, ProcessTestCase, free_port, get  # noqa: E402
 
 PROBE_BIN = os.environ.get("CLUSTER_PROBE_BIN",
                            os.path.join(ROOT, "build", "tests", "cluster", "cluster_probe"))
@@ -65,6 +65,20 @@ class Certs:
 
     def remove(self):
         subprocess.run(["rm", "-rf", self.dir], check=False)
+
+
+class CertsTestCase(ProcessTestCase):
+    """A test case whose tests share one `Certs` (made once per class, removed after)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.certs = Certs()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.certs.remove()
+        super().tearDownClass()
 
 
 class Node:

@@ -14,8 +14,8 @@ import threading
 import time
 import unittest
 
-from cluster_support import Certs, Node, cluster_actor, cluster_flags, members_up
-from harness import ProcessTestCase, delete, get, post, wait_until
+from cluster_support import CertsTestCase, Node, cluster_actor, cluster_flags, members_up
+from harness import delete, get, post, wait_until
 
 CHAT = {"model": "sim-model", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}
 NAMES = ("node-a", "node-b", "node-c")
@@ -27,15 +27,7 @@ STALL = 3.0
 CONVERGE_BOUND = 20.0
 
 
-class RejoinTest(ProcessTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.certs = Certs()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.certs.remove()
-
+class RejoinTest(CertsTestCase):
     def tearDown(self):
         for n in getattr(self, "nodes", []):
             if n.gw and n.gw.alive():

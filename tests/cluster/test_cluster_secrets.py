@@ -11,9 +11,9 @@ import os
 import sys
 import unittest
 
-from cluster_support import (Certs, Node, cluster_actor, cluster_flags, members_up, probe,
+from cluster_support import (CertsTestCase, Node, cluster_actor, cluster_flags, members_up, probe,
                              start_with_encrypted_key)
-from harness import ProcessTestCase, get, post, wait_until
+from harness import get, post, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from provider_stub import ProviderStub  # noqa: E402
@@ -24,15 +24,7 @@ B_KEY = "sk-node-b-SECRET-6a7b8c"
 SECRETS = (FLAG_KEY, POSTED_KEY, B_KEY)
 
 
-class SecretsTest(ProcessTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.certs = Certs()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.certs.remove()
-
+class SecretsTest(CertsTestCase):
     def setUp(self):
         super().setUp()
         self.stubs = []

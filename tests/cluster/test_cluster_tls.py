@@ -13,26 +13,18 @@ import subprocess
 import time
 import unittest
 
-from cluster_support import (BASP_4GIB_HEADER, Certs, Node, cluster_actor, cluster_flags,
+from cluster_support import (BASP_4GIB_HEADER, CertsTestCase, Node, cluster_actor, cluster_flags,
                              dial_failures,
                              cluster_view, members_up, metric, plain_connection, probe,
                              send_and_hold, start_with_encrypted_key, tls_connection, vm_rss_kb,
                              worker_urls)
-from harness import TROUPE_BIN, ProcessTestCase, free_port, get, post, wait_until
+from harness import TROUPE_BIN, free_port, get, post, wait_until
 
 CHAT = {"model": "sim-model", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}
 RSS_BOUND_KB = 50 * 1024  # the bound: VmRSS within +50 MB
 
 
-class TlsClusterTest(ProcessTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.certs = Certs()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.certs.remove()
-
+class TlsClusterTest(CertsTestCase):
     def start_node(self, node, peers=(), tls=True, rogue=False, extra=()):
         flags = cluster_flags(node, peers, extra)
         if tls:
