@@ -124,8 +124,13 @@ template <class Stream> void server_session<Stream>::on_header(error_code ec) {
       static_cast<std::size_t>(std::distance(req.begin(), req.end())) > max) {
     return refuse(inbound_status::too_many_headers, parser_->release());
   }
-  if (req[http::field::expect] == "100-continue") {
-    // Answer the interim response so clients (curl) send the body at once.
+  // Answer the interim response so clients (curl) send the body at once — but only when this
+  // request is the next to be answered and nothing is being written: an interim response for a
+  // pipelined request would land inside the response before it (found by http_server_fuzz: a
+  // 100 Continue in the body of a streamed answer). A request behind others gets no interim
+  // response; its client sends the body when its own wait for one ends (RFC 9110 10.1.1).
+  if (req[http::field::expect] == "100-continue" && !current_ && queued_.empty() &&
+      writes_.empty() && !writing_) {
     auto interim =
         std::make_shared<http::response<http::empty_body>>(http::status::continue_, req.version());
     http::async_write(stream_, *interim,

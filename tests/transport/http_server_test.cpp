@@ -108,6 +108,21 @@ TEST_CASE("Expect: 100-continue gets the interim response before the body is sen
   CHECK(res.body() == "POST /e hi");
 }
 
+TEST_CASE("a pipelined request's Expect: 100-continue never writes into the response before it") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send_raw("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+             "POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+  auto res = c.read();
+  CHECK(res.result_int() == 200);
+  CHECK(res.body() == "data: 1\n\ndata: 2\n\ndata: 3\n\n");
+  c.send_raw("hi");
+  auto next = c.read();
+  CHECK(next.result_int() == 200);
+  CHECK(next.body() == "POST /e hi");
+}
+
 TEST_CASE("a streamed response arrives as chunks and ends") {
   io_thread io;
   echo_server s{io};
