@@ -145,6 +145,11 @@ void runtime::start() {
     share("prefill", policy_or(cfg.prefill_policy), svc_->prefill_policy);
     share("decode", policy_or(cfg.decode_policy), svc_->decode_policy);
   }
+  deps.responses = svc_->responses; // its counts, and (networked) the members' ids
+  if (ncfg.networked && svc_->responses) {
+    // Ids this node learns go to the members too (cluster/response_gossip.cpp).
+    svc_->responses->share_with_peers(cfg.response_affinity_capacity);
+  }
   if (ncfg.networked) {
     // Each dial on a thread of its own, with its own timeout (cluster/dialer.hpp). The BASP
     // broker is taken here, on the main thread, while nothing else touches the middleman.
