@@ -22,9 +22,9 @@ struct response_gossip_state {
   std::uint64_t updates_received = 0;
   std::uint64_t ids_sent = 0; ///< Once per id, whatever the number of members.
   std::uint64_t ids_received = 0;
-  std::uint64_t unknown_worker = 0; ///< Received for a worker this node does not serve.
-  std::uint64_t too_large = 0;      ///< Ids too long for a message.
-  std::uint64_t without_affinity = 0; ///< Updates received while this node keeps none.
+  std::uint64_t unknown_worker = 0;      ///< Received for a worker this node does not serve.
+  std::uint64_t too_large = 0;           ///< Ids too long for a message.
+  std::uint64_t without_affinity = 0;    ///< Updates received while this node keeps none.
   std::uint64_t outbox_dropped_seen = 0; ///< The affinity's count already in the metrics.
 };
 

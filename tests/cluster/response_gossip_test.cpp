@@ -59,8 +59,8 @@ struct fixture : test::actor_system_fixture {
     c.api_address = "10.0.0.1:30000";
     c.cluster_address = "10.0.0.1:7000";
     c.networked = true;
-    node_deps deps{registry, view, nullptr, {}, std::make_shared<refusal_counts>()};
-    deps.responses = affinity;
+    node_deps deps{registry, view, nullptr, {}, std::make_shared<refusal_counts>(),
+                   {},       {},   affinity};
     node = make_node(sys, std::move(c), std::move(deps));
     run();
     caf::anon_send(node.node, publish_atom_v,

@@ -61,7 +61,8 @@ TEST_CASE("a response update naming no worker is refused, with the reason") {
 TEST_CASE("a long list of response ids is split into messages within the cap") {
   std::vector<std::pair<std::string, std::string>> ids;
   for (int i = 0; i < 1000; ++i) {
-    ids.emplace_back("resp_" + std::to_string(i) + std::string(40, 'x'), "w-" + std::to_string(i % 3));
+    ids.emplace_back("resp_" + std::to_string(i) + std::string(40, 'x'),
+                     "w-" + std::to_string(i % 3));
   }
   ids.emplace_back(std::string(5000, 'y'), "w-1"); // too long for any message
   auto all = ids;
