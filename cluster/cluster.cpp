@@ -131,7 +131,8 @@ void runtime::start() {
                  {},
                  std::make_shared<refusal_counts>(svc_->metrics),
                  {},
-                 {}};
+                 {},
+                 svc_->responses}; // its counts, and (networked) the members' ids
   if (ncfg.networked && ncfg.prefix_block_bytes > 0) {
     // The cache_aware policies keep a shared prefix view (gateway.cpp turns it on).
     auto policy_or = [&](const std::string& p) { return p.empty() ? cfg.policy : p; };
@@ -144,6 +145,10 @@ void runtime::start() {
     share("regular", cfg.policy, svc_->regular_policy);
     share("prefill", policy_or(cfg.prefill_policy), svc_->prefill_policy);
     share("decode", policy_or(cfg.decode_policy), svc_->decode_policy);
+  }
+  if (ncfg.networked && svc_->responses) {
+    // Ids this node learns go to the members too (cluster/response_gossip.cpp).
+    svc_->responses->share_with_peers(cfg.response_affinity_capacity);
   }
   if (ncfg.networked) {
     // Each dial on a thread of its own, with its own timeout (cluster/dialer.hpp). The BASP

@@ -28,6 +28,7 @@ void tick(node_self self) {
   report_load(self);
   expire_unconfirmed(self);
   gossip_prefixes(self);
+  gossip_responses(self);
   auto changed = st.members.expire(steady_now(self), std::chrono::system_clock::now());
   for (auto& name : changed) {
     auto* m = st.members.find(name);

@@ -7,6 +7,7 @@
 #include "protocol/type_ids.hpp"
 #include "services/cluster_view.hpp"
 #include "services/metrics.hpp"
+#include "services/response_affinity.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/node_id.hpp>
@@ -116,6 +117,8 @@ struct node_deps {
   std::function<dialer_actor()> new_dialer;
   /// The cache_aware policies whose shared prefix view the node carries (name = role).
   std::vector<std::pair<std::string, actors::policy_actor>> prefix_policies;
+  /// This node's Responses affinity, shared with the members that read it (null: not shared).
+  std::shared_ptr<services::response_affinity> responses;
 };
 
 /// A spawned node and the actor to publish on the cluster port.

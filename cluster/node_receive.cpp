@@ -68,6 +68,7 @@ void on_hello(node_self self, const std::string& from, const protocol::cluster_h
     }
   }
   prefix_peer_hello(self, from, h);
+  response_peer_hello(self, from, h);
   learn(self, h.cluster_address);
   for (auto& p : h.peers) {
     learn(self, p);
@@ -250,6 +251,8 @@ void deliver(node_self self, protocol::cluster_message& msg, std::size_t bytes) 
           on_ack(self, msg.from, body);
         } else if constexpr (std::is_same_v<T, protocol::prefix_update>) {
           on_prefix_update(self, msg.from, body, bytes);
+        } else if constexpr (std::is_same_v<T, protocol::response_update>) {
+          on_response_update(self, msg.from, body);
         }
       },
       msg.body);

@@ -11,6 +11,7 @@
 #include "cluster/node.hpp"
 #include "cluster/peer_endpoint.hpp"
 #include "cluster/prefix_gossip.hpp"
+#include "cluster/response_gossip.hpp"
 #include "cluster/sync_limits.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
@@ -99,8 +100,9 @@ struct node_state {
   std::uint64_t persisted_digest = 0;
   bool persisted_once = false;
   bool stopping = false;
-  frames_refused frames_seen; ///< The frame guard's counts already taken into `refusals`.
-  prefix_gossip_state prefix; ///< The shared prefix view (prefix_gossip.cpp).
+  frames_refused frames_seen;      ///< The frame guard's counts already taken into `refusals`.
+  prefix_gossip_state prefix;      ///< The shared prefix view (prefix_gossip.cpp).
+  response_gossip_state responses; ///< The shared Responses affinity (response_gossip.cpp).
 
   // -- counters (inspect) --
   std::uint64_t messages_in = 0;
@@ -206,6 +208,20 @@ void on_prefix_update(node_self self, const std::string& from, protocol::prefix_
 
 /// The shared prefix view's part of `/admin/actors`.
 nlohmann::json prefix_gossip_status(const node_state& st);
+
+// -- response_gossip.cpp --
+
+/// Sends the ids this node learned since the last tick to the members that read them.
+void gossip_responses(node_self self);
+
+/// A member's hello: whether it reads response updates.
+void response_peer_hello(node_self self, const std::string& from, const protocol::cluster_hello& h);
+
+/// A member's response update: remembered for the workers this node serves.
+void on_response_update(node_self self, const std::string& from, protocol::response_update& u);
+
+/// The shared Responses affinity's part of `/admin/actors`.
+nlohmann::json response_gossip_status(const node_state& st);
 
 // -- node_receive.cpp --
 

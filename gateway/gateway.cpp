@@ -139,7 +139,8 @@ void gateway::start() {
                                prefill,
                                decode,
                                std::make_shared<services::request_tracker>(),
-                               std::make_shared<services::response_affinity>()};
+                               std::make_shared<services::response_affinity>(
+                                   cfg.response_affinity_capacity, cfg.response_affinity_ttl)};
   svc.metrics = stats;
   svc.inspector = inspector;
   svc.admission = make_admission(d.ioc, cfg);

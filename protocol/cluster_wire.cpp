@@ -1,6 +1,7 @@
 #include "protocol/cluster_wire.hpp"
 
 #include "protocol/prefix_wire.hpp"
+#include "protocol/response_wire.hpp"
 
 #include <msgpack.hpp>
 #include <tuple>
@@ -79,7 +80,7 @@ struct body_writer {
 
   std::string_view operator()(const cluster_hello& h) {
     pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.again ? 1 : 0) +
-                (h.prefix_block_bytes != 0 ? 1 : 0));
+                (h.prefix_block_bytes != 0 ? 1 : 0) + (h.responses ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
@@ -100,6 +101,10 @@ struct body_writer {
     }
     if (h.again) {
       put(pk, "again");
+      pk.pack_true();
+    }
+    if (h.responses) {
+      put(pk, "resp");
       pk.pack_true();
     }
     return "hello";
@@ -165,6 +170,11 @@ struct body_writer {
     detail::write_prefix_update(pk, u);
     return "prefix";
   }
+
+  std::string_view operator()(const response_update& u) {
+    detail::write_response_update(pk, u);
+    return "responses";
+  }
 };
 
 std::string_view kind_of(const cluster_message& m) {
@@ -175,6 +185,7 @@ std::string_view kind_of(const cluster_message& m) {
     std::string_view operator()(const cluster_bye&) { return "bye"; }
     std::string_view operator()(const cluster_ack&) { return "ack"; }
     std::string_view operator()(const prefix_update&) { return "prefix"; }
+    std::string_view operator()(const response_update&) { return "responses"; }
   };
   return std::visit(namer{}, m.body);
 }
@@ -392,6 +403,7 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("deltas", h.deltas);
     in.get("pfx", h.prefix_block_bytes);
     in.get("again", h.again);
+    in.get("resp", h.responses);
     m.body = std::move(h);
     return in.ok();
   }
@@ -463,6 +475,14 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
   if (kind == "prefix") {
     prefix_update u;
     if (!detail::read_prefix_update(body, u, why)) {
+      return false;
+    }
+    m.body = std::move(u);
+    return true;
+  }
+  if (kind == "responses") {
+    response_update u;
+    if (!detail::read_response_update(body, u, why)) {
       return false;
     }
     m.body = std::move(u);

@@ -75,6 +75,9 @@ struct cluster_hello {
   /// the receiver kept its own. A receiver that has this link as the sender's verified one
   /// greets it again (hello, whole load report, whole registry). Older receivers ignore it.
   bool again = false;
+  /// The sender reads `response_update`s (docs/cluster.md, "Responses affinity"): only such
+  /// members are sent them. Written only when set.
+  bool responses = false;
 };
 
 /// Registry records: the sender's whole state (`full`, on a new link or when digests differ),
@@ -120,6 +123,13 @@ struct prefix_update {
   std::vector<prefix_blocks> workers; ///< One entry per worker.
 };
 
+/// Responses API objects this node's relays saw created (or found by searching), and the worker
+/// that stores each: a member receiving a request that names one sends it there without
+/// searching. Ids and worker ids only. The msgpack form: protocol/response_wire.hpp.
+struct response_update {
+  std::vector<std::pair<std::string, std::string>> responses; ///< (response id, worker id).
+};
+
 /// The sender leaves the cluster (graceful shutdown): peers drop it at once.
 struct cluster_bye {};
 
@@ -137,7 +147,8 @@ struct cluster_message {
   std::string from;                             ///< Sender's node name.
   std::uint64_t incarnation = 0; ///< Random per process start: tells a restarted node apart.
   std::int64_t sent_ms = 0;      ///< Sender's wall clock.
-  std::variant<cluster_hello, registry_sync, load_report, cluster_bye, cluster_ack, prefix_update>
+  std::variant<cluster_hello, registry_sync, load_report, cluster_bye, cluster_ack, prefix_update,
+               response_update>
       body;
 };
 

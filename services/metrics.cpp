@@ -151,6 +151,17 @@ struct metrics::impl {
           .Name("troupe_cluster_prefix_evicted_total")
           .Help("Prefix blocks the shared prefix view of a policy evicted at its limits")
           .Register(*registry);
+  prom::Family<prom::Gauge>& response_affinity_ids =
+      prom::BuildGauge()
+          .Name("troupe_response_affinity_ids")
+          .Help("Response ids whose worker this node knows (Responses affinity)")
+          .Register(*registry);
+  prom::Family<prom::Counter>& cluster_response_ids =
+      prom::BuildCounter()
+          .Name("troupe_cluster_response_ids_total")
+          .Help("Response ids of the Responses affinity shared between nodes, by outcome (sent, "
+                "received, unknown_worker, dropped)")
+          .Register(*registry);
 
   // actors
   prom::Family<prom::Gauge>& mailbox =
@@ -178,6 +189,8 @@ struct metrics::impl {
   child_cache<prom::Counter> prefix_hashes_by{{"outcome"}, adder(cluster_prefix_hashes)};
   child_cache<prom::Gauge> prefix_blocks_by{{"policy"}, adder(cluster_prefix_blocks)};
   child_cache<prom::Counter> prefix_evicted_by{{"policy"}, adder(cluster_prefix_evicted)};
+  child_cache<prom::Counter> response_ids_by{{"outcome"}, adder(cluster_response_ids)};
+  prom::Gauge& response_ids_held = response_affinity_ids.Add({});
   prom::Counter& pd_requests_total = pd_requests.Add({});
   prom::Counter& retries_connect = retries.Add({{"reason", "connect"}});
   prom::Counter& retries_status = retries.Add({{"reason", "status"}});
@@ -270,6 +283,14 @@ void metrics::set_cluster_prefix_view(std::string_view policy, std::size_t block
                                       std::uint64_t evicted) {
   impl_->prefix_blocks_by.get({policy}).Set(static_cast<double>(blocks));
   impl_->prefix_evicted_by.get({policy}).Increment(static_cast<double>(evicted));
+}
+
+void metrics::set_response_affinity_ids(std::size_t ids) {
+  impl_->response_ids_held.Set(static_cast<double>(ids));
+}
+
+void metrics::on_cluster_response_ids(std::string_view outcome, std::uint64_t n) {
+  impl_->response_ids_by.get({outcome}).Increment(static_cast<double>(n));
 }
 
 void metrics::set_mailbox_size(const std::string& actor, std::size_t size) {

@@ -119,6 +119,16 @@ public:
   /// and `evicted` more blocks it evicted: `troupe_cluster_prefix_evicted_total{policy}`.
   void set_cluster_prefix_view(std::string_view policy, std::size_t blocks, std::uint64_t evicted);
 
+  /// Response ids (and their workers) this node's Responses affinity holds:
+  /// `troupe_response_affinity_ids`.
+  void set_response_affinity_ids(std::size_t ids);
+
+  /// Responses affinity shared between nodes: `troupe_cluster_response_ids_total{outcome}`
+  /// (`sent`: ids sent to the members, once per id; `received`: ids taken from members;
+  /// `unknown_worker`: received for a worker this node does not serve; `dropped`: left out, from
+  /// a full outbox or too long for a message).
+  void on_cluster_response_ids(std::string_view outcome, std::uint64_t n);
+
   // -- actors --
 
   /// The mailbox of a long-lived actor, as its last inspection saw it:

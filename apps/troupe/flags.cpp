@@ -377,6 +377,16 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--cluster-prefix-max-bytes-per-tick", cfg.cluster_prefix_max_bytes_per_tick,
                  "Bytes of prefix hashes a node sends per gossip tick (beyond: dropped, counted)")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  // The Responses affinity (docs/configuration.md, "Responses API"; docs/cluster.md).
+  app.add_option("--response-affinity-capacity", cfg.response_affinity_capacity,
+                 "Response ids whose worker a node remembers (the oldest forgotten first); on a "
+                 "cluster node also the ids waiting to be sent to the members")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  long long response_ttl_secs = cfg.response_affinity_ttl.count();
+  app.add_option("--response-affinity-ttl-secs", response_ttl_secs,
+                 "A remembered response id is forgotten this long after it was learned (a "
+                 "request naming it then searches the workers); 0: only the capacity bounds it")
+      ->check(CLI::NonNegativeNumber);
 
   try {
     app.parse(argc, argv);
@@ -455,6 +465,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     }
   }
   cfg.request_timeout = std::chrono::seconds(timeout_secs);
+  cfg.response_affinity_ttl = std::chrono::seconds(response_ttl_secs);
   cfg.client_write_timeout = std::chrono::seconds(client_write_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);
   cfg.request_header_timeout = secs(header_timeout);

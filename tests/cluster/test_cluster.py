@@ -16,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
-from cluster_support import Node  # noqa: E402
+from cluster_support import Node, cluster_actor  # noqa: E402
 from harness import (Gateway, ProcessTestCase, delete, free_port, get, post,  # noqa: E402
                      wait_until)
 
@@ -214,6 +214,52 @@ class ClusterTest(ProcessTestCase):
                     r = get(node.url + f"/v1/responses/{resp['id']}")
                     self.assertEqual(r.status, 200, (node.name, r))
                     self.assertEqual(r.json()["output"], resp["output"])
+
+    def test_a_response_followed_up_through_other_nodes_goes_to_its_worker_unsearched(self):
+        # The Responses affinity is shared: node-b and node-c learn from node-a which worker
+        # stores each response, so a follow-up naming it goes there without a
+        # `GET /v1/responses/{id}` search of the workers.
+        a, b, c = self.nodes
+        self.start_cluster()
+        sims = [self.sim(), self.sim()]
+        for sim in sims:
+            self.add_worker(a, sim)
+            for n in self.nodes:
+                self.wait_routable(n, sim.url)
+        created = {}  # response id -> the simulator that created it
+        for i in range(2):  # round robin: one on each worker
+            r = post(a.url + "/v1/responses",
+                     {"model": "sim-model", "input": f"story {i}", "max_output_tokens": 3})
+            self.assertEqual(r.status, 200, r)
+            rid = r.json()["id"]
+            owner = [s for s in sims if any(q["method"] == "POST" and q["path"] == "/v1/responses"
+                                            and (q.get("json") or {}).get("input") == f"story {i}"
+                                            for q in s.requests())]
+            self.assertEqual(len(owner), 1, rid)
+            created[rid] = owner[0]
+        self.assertEqual(len(set(created.values())), 2)  # one on each simulator
+        for n in (b, c):
+            wait_until(lambda: cluster_actor(n)["response_affinity"]["ids_received"] >= 2, 5,
+                       what=f"{n.name} to take node-a's response ids")
+        self.assertGreaterEqual(cluster_actor(a)["response_affinity"]["ids_sent"], 2)
+        for s in sims:
+            s.clear()
+        for n in (b, c):
+            for rid in created:
+                for _ in range(2):  # round robin alone would hit the wrong worker half the time
+                    r = post(n.url + "/v1/responses",
+                             {"model": "sim-model", "input": "and then?",
+                              "previous_response_id": rid, "max_output_tokens": 3})
+                    self.assertEqual(r.status, 200, (n.name, r))
+        for s in sims:
+            got = s.requests()
+            probes = [q["path"] for q in got
+                      if q["method"] == "GET" and q["path"].startswith("/v1/responses")]
+            self.assertEqual(probes, [], s.url)
+            follow_ups = [(q.get("json") or {}).get("previous_response_id") for q in got
+                          if q["method"] == "POST" and q["path"] == "/v1/responses"]
+            mine = [rid for rid, owner in created.items() if owner is s]
+            self.assertEqual(follow_ups, mine * 2 + mine * 2, s.url)  # via node-b, then node-c
 
     def test_killed_node_is_down_and_its_load_dropped(self):
         a, b, c = self.nodes

@@ -154,6 +154,11 @@ MSGPACK = [
     envelope("load", {"seq": 7, "loads": {"w-1a2b3c4d": 3, "w-2": 1}, "digest": 99, "rver": 4,
                       "workers": 2, "sver": 1700000000123}),
     envelope("bye", {}),
+    envelope("hello", {"api": "10.0.0.1:30000", "addr": "10.0.0.1:7000", "peers": [],
+                       "acks": True, "deltas": True, "pfx": 128, "resp": True}),
+    # the shared Responses affinity (tests/protocol/response_wire_test.cpp)
+    envelope("responses", {"r": {"resp_68a1b2c3d4": "w-1a2b3c4d", "resp_x": "w-2"}}),
+    envelope("responses", {"r": {}}),
     # a later version's additive change (cluster_wire_test.cpp)
     mp({"v": 2, "compat": 1, "from": "node-b:30000", "inc": 9, "zone": "eu-west-1", "sent": 5,
         "kind": "sync", "body": {"full": False, "priority": [1, None],
