@@ -194,14 +194,19 @@ class ClusterTest(ProcessTestCase):
         self.assertEqual(result["response"].status, 200)
         wait_until(lambda: self.worker(b, sim.url)["load"] == 0, 3, what="load back to 0")
 
-    def test_a_response_created_through_one_node_is_read_through_the_others(self):
-        a, b, c = self.nodes
+    def cluster_with_two_sims_on(self, node):
+        """The cluster up, two simulators registered on `node` and routable on every node."""
         self.start_cluster()
         sims = [self.sim(), self.sim()]
         for sim in sims:
-            self.add_worker(a, sim)
+            self.add_worker(node, sim)
             for n in self.nodes:
                 self.wait_routable(n, sim.url)
+        return sims
+
+    def test_a_response_created_through_one_node_is_read_through_the_others(self):
+        a, b, c = self.nodes
+        sims = self.cluster_with_two_sims_on(a)
         created = []
         for i in range(2):  # round robin: one on each worker
             r = post(a.url + "/v1/responses",
@@ -220,12 +225,7 @@ class ClusterTest(ProcessTestCase):
         # stores each response, so a follow-up naming it goes there without a
         # `GET /v1/responses/{id}` search of the workers.
         a, b, c = self.nodes
-        self.start_cluster()
-        sims = [self.sim(), self.sim()]
-        for sim in sims:
-            self.add_worker(a, sim)
-            for n in self.nodes:
-                self.wait_routable(n, sim.url)
+        sims = self.cluster_with_two_sims_on(a)
         created = {}  # response id -> the simulator that created it
         for i in range(2):  # round robin: one on each worker
             r = post(a.url + "/v1/responses",
