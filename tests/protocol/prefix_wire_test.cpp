@@ -1,21 +1,11 @@
 #include "protocol/cluster_wire.hpp"
+#include "tests/protocol/wire_message.hpp"
 
 #include <catch2/catch.hpp>
 #include <msgpack.hpp>
 
 using namespace troupe::protocol;
-
-namespace {
-
-cluster_message with(prefix_update u) {
-  cluster_message m;
-  m.from = "node-a";
-  m.incarnation = 7;
-  m.body = std::move(u);
-  return m;
-}
-
-} // namespace
+using troupe::protocol::testing::with;
 
 TEST_CASE("prefix updates round-trip: worker ids and 8-byte hashes, nothing else") {
   prefix_update u;

@@ -1,21 +1,11 @@
 #include "protocol/cluster_wire.hpp"
 #include "protocol/response_wire.hpp"
+#include "tests/protocol/wire_message.hpp"
 
 #include <catch2/catch.hpp>
 
 using namespace troupe::protocol;
-
-namespace {
-
-cluster_message with(response_update u) {
-  cluster_message m;
-  m.from = "node-a";
-  m.incarnation = 7;
-  m.body = std::move(u);
-  return m;
-}
-
-} // namespace
+using troupe::protocol::testing::with;
 
 TEST_CASE("response updates round-trip: response ids and their workers") {
   response_update u;
