@@ -137,6 +137,27 @@ private:
   std::shared_ptr<const model_map> models_ = std::make_shared<const model_map>();
 };
 
+/// What changed in the fleet since the snapshot the registry last sent its listeners: the
+/// entries that came and those that went (a new model card is one of each). Lets a policy
+/// follow the fleet in O(change) instead of a pass over every worker. Holds no entry: an
+/// entry that went may be freed already (its proxy must not be kept alive by a change), so
+/// it is named by address (compared, never read), id, url and role.
+struct fleet_change {
+  /// An entry that went.
+  struct gone {
+    const worker_entry* entry = nullptr; ///< Its address: compare, never dereference.
+    std::string id;
+    std::string url;
+    protocol::worker_type role = protocol::worker_type::regular;
+  };
+
+  std::uint64_t from = 0; ///< Version of the snapshot this change starts from.
+  /// Entries of the snapshot carrying the change that `from` did not have, in registration
+  /// order of their arrival.
+  std::vector<const worker_entry*> added;
+  std::vector<gone> removed; ///< Entries of `from` this snapshot does not have.
+};
+
 /// An immutable view of the fleet, published by the registry on every change.
 struct fleet_snapshot {
   std::uint64_t version = 0;             ///< Increases with every change.
@@ -150,6 +171,10 @@ struct fleet_snapshot {
 
   /// Candidates by (role, model), for the workers above.
   fleet_index index;
+
+  /// How this snapshot differs from the one of version `change->from`; nullptr when not known
+  /// (a snapshot built by hand, the registry stopping): a listener then takes it in whole.
+  std::shared_ptr<const fleet_change> change;
 
   /// The worker with `id`, or nullptr (a scan: for the management API, not the data plane).
   const worker_entry* find(std::string_view id) const;

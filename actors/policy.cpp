@@ -266,8 +266,16 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
       [self](select_atom, const selection& sel) { return select(self, sel); },
       [self](publish_atom, fleet_ptr& fleet) {
         auto& st = self->state;
+        // A snapshot that follows the one the strategy has seen is taken in now, by its change
+        // (O(workers that came or went)); any other waits for the next pick, so a strategy
+        // that must take snapshots in whole does so once per burst, not once per snapshot.
+        auto* change = fleet->change.get();
+        bool follows = st.fleet_seen && change && change->from == st.fleet->version;
         st.fleet = std::move(fleet);
         st.fleet_seen = false;
+        if (follows) {
+          catch_up(self);
+        }
       },
       [self](inspect_atom) {
         auto& st = self->state;

@@ -1,6 +1,7 @@
 #include "actors/registry.hpp"
 
 #include "actors/errors.hpp"
+#include "actors/fleet_change_log.hpp"
 #include "services/logs.hpp"
 
 #include <algorithm>
@@ -30,6 +31,7 @@ struct registry_state {
   std::string node;                      ///< Signs this node's writes.
   std::vector<worker_entry_ptr> workers; ///< Live workers, registration order.
   fleet_index index;                     ///< Candidates of `workers`, by (role, model).
+  fleet_change_log changes;              ///< Since the snapshot the listeners last heard of.
   /// `workers` by id and by url: a registration finds its worker without a scan of the fleet.
   std::unordered_map<std::string_view, const worker_entry*> by_id;
   std::unordered_multimap<std::string_view, const worker_entry*> by_url;
@@ -75,6 +77,7 @@ void build_snapshot(registry_state& st) {
   // groups are shared with the previous snapshot where the write did not touch them.
   snap->workers = st.workers;
   snap->index = st.index;
+  snap->change = st.changes.change();
   st.view->set(std::move(snap));
   deliver();
 }
@@ -117,6 +120,7 @@ void notify(self_ptr self) {
     build_snapshot(st);
   }
   auto ptr = st.view->get();
+  st.changes.notified(ptr->version);
   for (auto& l : st.listeners) {
     self->send(l, publish_atom_v, ptr);
   }
@@ -227,6 +231,7 @@ void remember(registry_state& st, const worker_entry& w) {
 void append(registry_state& st, worker_entry_ptr w) {
   st.index = st.index.with(*w);
   remember(st, *w);
+  st.changes.added(*w);
   st.workers.push_back(std::move(w));
 }
 
@@ -235,6 +240,8 @@ void replace(registry_state& st, live_iterator it, worker_entry_ptr next) {
   st.index = st.index.replaced(**it, *next);
   forget(st, **it);
   remember(st, *next);
+  st.changes.removed(**it);
+  st.changes.added(*next);
   *it = std::move(next);
 }
 
@@ -242,6 +249,7 @@ void replace(registry_state& st, live_iterator it, worker_entry_ptr next) {
 void erase(registry_state& st, live_iterator it) {
   st.index = st.index.without(**it);
   forget(st, **it);
+  st.changes.removed(**it);
   st.workers.erase(it);
 }
 
@@ -571,6 +579,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         self->state.by_id.clear();
         self->state.by_url.clear();
         self->state.index = {};
+        self->state.changes.lose(); // listeners take the empty fleet in whole
         publish(self);
         notify(self);
         self->quit();

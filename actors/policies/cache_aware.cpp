@@ -4,14 +4,13 @@
 #include "actors/policies/radix_tree.hpp"
 #include "actors/policies/shared_prefix_view.hpp"
 #include "actors/policies/strategy.hpp"
+#include "actors/policies/tenant_map.hpp"
 
 #include <algorithm>
 #include <functional>
 #include <optional>
 #include <random>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace troupe::actors {
 
@@ -109,49 +108,24 @@ public:
       return;
     }
     view_->merge(update, [this](const std::string& id) -> const radix_tree::tenant* {
-      auto it = tenant_of_.find(id);
-      return it != tenant_of_.end() ? &it->second : nullptr;
+      return tenants_.find(id);
     });
   }
 
   void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
-    std::unordered_set<std::string_view> present;
-    for (auto& w : fleet.workers) {
-      if (w->spec.type == role) {
-        present.insert(w->id);
-      }
-    }
-    for (auto it = tenant_of_.begin(); it != tenant_of_.end();) {
-      if (present.count(it->first)) {
-        ++it;
-        continue;
-      }
-      // A worker that left takes its cache with it.
-      tree_.remove(it->second);
+    // O(workers that came or went) by the snapshot's change; a worker that left takes its
+    // cache with it.
+    tenants_.on_fleet(fleet, role, [this](radix_tree::tenant t, const std::string& id) {
+      tree_.remove(t);
       if (view_) {
-        view_->remove(it->second, it->first);
+        view_->remove(t, id);
       }
-      free_.push_back(it->second);
-      it = tenant_of_.erase(it);
-    }
-    // Candidates are entries of this snapshot: picks find their tenants by address, and the
-    // tree's tenants their workers by number.
-    by_entry_.clear();
-    entry_of_.assign(entry_of_.size(), nullptr);
-    for (auto& w : fleet.workers) {
-      if (w->spec.type == role) {
-        auto t = tenant_for_id(w->id);
-        by_entry_.emplace(w.get(), t);
-        entry_of_[t] = w.get();
-      }
-    }
+    });
   }
 
   nlohmann::json describe() const override {
     auto trees = nlohmann::json::object();
-    for (auto& [id, t] : tenant_of_) {
-      trees[id] = tree_.size(t);
-    }
+    tenants_.each([&](const std::string& id, radix_tree::tenant t) { trees[id] = tree_.size(t); });
     nlohmann::json j = {{"mode", scored_ ? "score" : "smg"},
                         {"load_weight", cfg_.cache_aware_load_weight},
                         {"mean_prompt_bytes", mean_prompt_},
@@ -162,6 +136,7 @@ public:
                         {"eviction_interval_secs", cfg_.eviction_interval.count()},
                         {"tree_bytes", std::move(trees)},
                         {"tree_nodes", tree_.node_count()},
+                        {"tenant_rebuilds", tenants_.rebuilds()},
                         {"picks",
                          {{"cache_hit", cache_hits_},
                           {"most_room", cache_misses_},
@@ -179,7 +154,7 @@ private:
   std::function<bool(radix_tree::tenant)> accepted(const std::vector<const worker_entry*>& cands,
                                                    const selection& sel) {
     return [this, &cands, &sel](radix_tree::tenant t) {
-      auto* w = t < entry_of_.size() ? entry_of_[t] : nullptr;
+      auto* w = tenants_.entry(t);
       return w && eligible(*w, sel) && position(cands, w) != npos;
     };
   }
@@ -197,7 +172,7 @@ private:
     }
     scored_index_ = sample_;
     for (auto t : holders_) {
-      if (auto k = position(cands, entry_of_[t]); k != npos) {
+      if (auto k = position(cands, tenants_.entry(t)); k != npos) {
         scored_index_.push_back(k);
       }
     }
@@ -208,8 +183,8 @@ private:
     for (auto i : scored_index_) {
       auto t = tenant_for(*cands[i]);
       if (scoring_.size() <= t) {
-        scoring_.resize(entry_of_.size(), 0);
-        lengths_.resize(entry_of_.size(), 0);
+        scoring_.resize(tenants_.capacity(), 0);
+        lengths_.resize(tenants_.capacity(), 0);
       }
       scoring_[t] = 1;
     }
@@ -286,35 +261,8 @@ private:
     return k;
   }
 
-  /// The tenant of worker `id`, given one when it has none yet.
-  radix_tree::tenant tenant_for_id(const std::string& id) {
-    auto it = tenant_of_.find(id);
-    if (it != tenant_of_.end()) {
-      return it->second;
-    }
-    radix_tree::tenant t;
-    if (!free_.empty()) {
-      t = free_.back();
-      free_.pop_back();
-    } else {
-      t = static_cast<radix_tree::tenant>(entry_of_.size());
-      entry_of_.push_back(nullptr);
-    }
-    tenant_of_.emplace(id, t);
-    return t;
-  }
-
   /// The tenant of candidate `w`.
-  radix_tree::tenant tenant_for(const worker_entry& w) {
-    if (auto it = by_entry_.find(&w); it != by_entry_.end()) {
-      return it->second;
-    }
-    // A candidate of a snapshot this strategy was not shown (tests): known from now on.
-    auto t = tenant_for_id(w.id);
-    by_entry_.emplace(&w, t);
-    entry_of_[t] = &w;
-    return t;
-  }
+  radix_tree::tenant tenant_for(const worker_entry& w) { return tenants_.of(w); }
 
   std::size_t position(const std::vector<const worker_entry*>& cands, const worker_entry* w) {
     return position_of(cands, w);
@@ -346,11 +294,8 @@ private:
   }
 
   std::size_t held(const std::vector<const worker_entry*>& cands, std::size_t i) const {
-    if (auto it = by_entry_.find(cands[i]); it != by_entry_.end()) {
-      return held(it->second);
-    }
-    auto it = tenant_of_.find(cands[i]->id);
-    return it != tenant_of_.end() ? held(it->second) : 0;
+    auto* t = tenants_.find(*cands[i]);
+    return t ? held(*t) : 0;
   }
 
   /// The first of `among` minimizing (`primary`, `secondary`).
@@ -376,7 +321,7 @@ private:
   std::size_t best_holder(const std::vector<const worker_entry*>& cands) {
     holder_index_.clear();
     for (auto t : holders_) {
-      if (auto k = position(cands, t < entry_of_.size() ? entry_of_[t] : nullptr); k != npos) {
+      if (auto k = position(cands, tenants_.entry(t)); k != npos) {
         holder_index_.push_back(k);
       }
     }
@@ -407,15 +352,11 @@ private:
 
   policy_config cfg_;
   radix_tree tree_;
-  std::optional<shared_prefix_view> view_; ///< In a cluster: what every node sent where.
-  std::unordered_map<std::string, radix_tree::tenant> tenant_of_; ///< By worker id.
-  /// By entry of the current fleet snapshot (no string hashing per pick).
-  std::unordered_map<const worker_entry*, radix_tree::tenant> by_entry_;
-  std::vector<radix_tree::tenant> free_;      ///< Tenants of workers that left, for reuse.
-  std::vector<const worker_entry*> entry_of_; ///< By tenant: its worker in the snapshot.
-  std::vector<radix_tree::tenant> holders_;   ///< Scratch: tenants holding the longest match.
-  std::vector<std::size_t> holder_index_;     ///< Scratch: their candidate indices.
-  std::vector<std::size_t> sample_;           ///< Scratch: the candidates looked at.
+  std::optional<shared_prefix_view> view_;  ///< In a cluster: what every node sent where.
+  tenant_map tenants_;                      ///< The tree's tenant of each worker, and back.
+  std::vector<radix_tree::tenant> holders_; ///< Scratch: tenants holding the longest match.
+  std::vector<std::size_t> holder_index_;   ///< Scratch: their candidate indices.
+  std::vector<std::size_t> sample_;         ///< Scratch: the candidates looked at.
   std::mt19937_64 rng_{std::random_device{}()};
   std::string joined_;                        ///< Scratch: a two-part prompt, joined.
   bool scored_;                               ///< `score` mode, else smg's.

@@ -2,6 +2,7 @@
 
 #include "actors/fleet.hpp"
 #include "actors/policies/candidate_positions.hpp"
+#include "actors/policies/fleet_cursor.hpp"
 #include "actors/policies/hash_ring.hpp"
 #include "actors/policies/selection.hpp"
 
@@ -19,9 +20,9 @@ namespace troupe::actors {
 /// only their keys move, and they come back when those recover. Used by `consistent_hash`
 /// (keyed by the routing key) and `prefix_hash` (by the prompt's head).
 ///
-/// A lookup costs O(log points) plus a step per point walked past; a fleet change merges the
-/// points of the members that came and drops those of the members that went (no rebuild of
-/// every worker's points).
+/// A lookup costs O(log points) plus a step per point walked past. A fleet change costs
+/// O(workers that came or went) by the snapshot's `fleet_change` (hash_ring keeps that
+/// true of its points too); a snapshot without one is compared with the members whole.
 class candidate_ring {
 public:
   static constexpr std::size_t npos = hash_ring::npos;
@@ -44,12 +45,25 @@ public:
   /// Points on the ring.
   std::size_t points() const noexcept { return ring_.size(); }
 
+  /// Snapshots taken in whole rather than by their change (for tests and the admin view).
+  std::uint64_t rebuilds() const noexcept { return rebuilds_; }
+
 private:
+  /// Applies `change`; false (nothing changed yet) when it cannot be applied alone.
+  bool apply(const fleet_change& change, protocol::worker_type role);
+  void rebuild(const fleet_snapshot& fleet, protocol::worker_type role);
+  std::uint32_t new_member(const std::string& url);
+  void drop_members(const std::vector<std::uint32_t>& gone);
+
+  fleet_cursor cursor_;
   hash_ring ring_{virtual_nodes};
   std::unordered_map<std::string, std::uint32_t> member_of_; ///< URL -> member number.
   std::vector<std::string> names_;                           ///< Member number -> URL.
-  std::vector<std::uint32_t> free_;                          ///< Numbers of members gone.
-  std::vector<const worker_entry*> entry_of_; ///< Member number -> entry of the snapshot.
+  std::vector<std::uint32_t> free_;                          ///< Numbers free to give again.
+  /// Member number -> the first worker (registration order) of the snapshot with its URL.
+  std::vector<const worker_entry*> entry_of_;
+  std::vector<std::uint32_t> count_; ///< Member number -> workers with its URL (usually 1).
+  std::uint64_t rebuilds_ = 0;
 };
 
 } // namespace troupe::actors

@@ -31,6 +31,7 @@ public:
   nlohmann::json describe() const override {
     return {{"ring_workers", ring_.members()},
             {"ring_points", ring_.points()},
+            {"ring_rebuilds", ring_.rebuilds()},
             {"virtual_nodes", candidate_ring::virtual_nodes},
             {"without_key", "power_of_two"},
             {"picks", {{"routing_key", keyed_}, {"without_key", unkeyed_}}}};

@@ -1,4 +1,5 @@
 #include "actors/policies/candidate_positions.hpp"
+#include "actors/policies/fleet_cursor.hpp"
 #include "actors/policies/strategy.hpp"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace troupe::actors {
@@ -79,6 +81,21 @@ public:
 
   void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
     // Keys keep the ids of workers that left (a miss reassigns them); their counts go.
+    if (auto* change = cursor_.advance(fleet)) {
+      // O(change): the ids removed and not added back (a new model card keeps its id).
+      std::unordered_set<std::string_view> back;
+      for (auto* w : change->added) {
+        if (w->spec.type == role) {
+          back.insert(w->id);
+        }
+      }
+      for (auto& r : change->removed) {
+        if (r.role == role && !back.count(r.id)) {
+          group_.erase(r.id);
+        }
+      }
+      return;
+    }
     std::unordered_map<std::string, std::size_t> kept;
     for (auto& w : fleet.workers) {
       if (w->spec.type == role) {
@@ -201,6 +218,7 @@ private:
   lru_list lru_; ///< Most recently used first.
   std::unordered_map<std::string, lru_list::iterator> index_;
   std::unordered_map<std::string, std::size_t> group_; ///< Keys each worker serves now.
+  fleet_cursor cursor_;                                ///< The snapshot `group_` follows.
   std::vector<std::size_t> sample_;                    ///< Scratch: the candidates compared.
   std::mt19937_64 rng_{std::random_device{}()};
   std::uint64_t hits_ = 0;

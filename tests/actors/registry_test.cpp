@@ -4,6 +4,8 @@
 #include <boost/asio/io_context.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <catch2/catch.hpp>
+#include <map>
+#include <random>
 
 using namespace troupe;
 using namespace troupe::actors;
@@ -315,4 +317,104 @@ TEST_CASE_METHOD(fixture,
     CHECK(w->spec.api_key == "sk-c");
     CHECK_FALSE(w->key_missing);
   }
+}
+
+namespace {
+
+/// Follows the snapshots `seen` got by their changes, from the first one (taken whole), and
+/// checks each change leads from the snapshot before it to its own.
+void check_chain(const replicated& seen) {
+  REQUIRE_FALSE(seen.snapshots.empty());
+  std::map<const worker_entry*, std::string> followed;
+  for (auto& w : seen.snapshots.front()->workers) {
+    followed[w.get()] = w->id;
+  }
+  auto last = seen.snapshots.front()->version;
+  for (std::size_t i = 1; i < seen.snapshots.size(); ++i) {
+    auto& s = *seen.snapshots[i];
+    REQUIRE(s.change);
+    REQUIRE(s.change->from == last);
+    for (auto& r : s.change->removed) {
+      auto it = followed.find(r.entry);
+      REQUIRE(it != followed.end());
+      CHECK(it->second == r.id);
+      followed.erase(it);
+    }
+    for (auto* w : s.change->added) {
+      REQUIRE(followed.emplace(w, w->id).second);
+    }
+    std::map<const worker_entry*, std::string> now;
+    for (auto& w : s.workers) {
+      now[w.get()] = w->id;
+    }
+    REQUIRE(followed == now);
+    last = s.version;
+  }
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "each snapshot carries the change from the one notified before it") {
+  auto a = registry("node-a");
+  std::mt19937_64 rng{7};
+  std::vector<std::string> live;
+  int next = 0;
+  for (int round = 0; round < 40; ++round) {
+    // A burst: several writes in the mailbox at once build one snapshot.
+    for (int j = 0, n = 1 + static_cast<int>(rng() % 6); j < n; ++j) {
+      auto what = rng() % 4;
+      if (what == 0 || live.size() < 2) {
+        auto url = "http://10.0.1." + std::to_string(next++) + ":8000";
+        caf::anon_send(
+            a.registry, add_atom_v,
+            protocol::worker_spec{url, protocol::worker_type::regular, {}, {}, {}, {}, {}, {}, {}});
+        live.push_back(worker_id_for(url));
+      } else if (what == 1) {
+        auto k = rng() % live.size();
+        caf::anon_send(a.registry, remove_atom_v, live[k]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      } else {
+        // A new model card: the entry is replaced.
+        caf::anon_send(a.registry, models_atom_v, live[rng() % live.size()],
+                       std::vector<std::string>{"m" + std::to_string(rng() % 3)});
+      }
+    }
+    run();
+  }
+  CHECK(a.view->get()->workers.size() == live.size());
+  CHECK(a.seen->snapshots.size() > 10);
+  check_chain(*a.seen);
+}
+
+TEST_CASE_METHOD(fixture, "a change does not keep a removed worker's entry alive") {
+  auto a = registry("node-a");
+  auto id = add(a, "http://h:1");
+  add(a, "http://h:2");
+  std::weak_ptr<const worker_entry> gone;
+  for (auto& w : a.view->get()->workers) {
+    if (w->id == id) {
+      gone = w;
+    }
+  }
+  REQUIRE_FALSE(gone.expired());
+  CHECK(remove(a, id));
+  run();
+  auto last = a.seen->snapshots.back();
+  check_chain(*a.seen);
+  a.seen->snapshots.clear(); // the older snapshots held it
+  REQUIRE(last->change);
+  REQUIRE(last->change->removed.size() == 1);
+  CHECK(last->change->removed[0].id == id);
+  CHECK(last->change->removed[0].url == "http://h:1");
+  CHECK(gone.expired());
+}
+
+TEST_CASE_METHOD(fixture, "the registry stopping publishes an empty fleet with no change") {
+  auto a = registry("node-a");
+  add(a, "http://h:1");
+  caf::anon_send(a.registry, stop_atom_v);
+  run();
+  auto last = a.seen->snapshots.back();
+  CHECK(last->workers.empty());
+  CHECK_FALSE(last->change);
 }

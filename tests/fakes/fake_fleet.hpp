@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace troupe::test {
@@ -33,7 +34,25 @@ public:
 
   /// Removes worker `id`.
   void remove(const std::string& id) {
-    std::erase_if(entries, [&](auto& w) { return w->id == id; });
+    std::erase_if(entries, [&](auto& w) {
+      if (w->id != id) {
+        return false;
+      }
+      gone_.push_back(w); // freed after the next `published()`: no address given twice
+      return true;
+    });
+  }
+
+  /// Puts a copy of worker `id` in its place (a new model card: a new entry, same worker).
+  actors::worker_entry& replace(const std::string& id) {
+    for (auto& w : entries) {
+      if (w->id == id) {
+        gone_.push_back(w);
+        w = std::make_shared<actors::worker_entry>(*w);
+        return *w;
+      }
+    }
+    throw std::out_of_range(id);
   }
 
   /// The worker with `id`.
@@ -72,7 +91,42 @@ public:
     return s;
   }
 
+  /// The fleet as the registry publishes it to its listeners: the next version, carrying the
+  /// change since the last call (the first one's starts from version 0, never published).
+  actors::fleet_snapshot published() {
+    auto s = snapshot();
+    auto c = std::make_shared<actors::fleet_change>();
+    c->from = version_;
+    s.version = ++version_;
+    std::unordered_set<const actors::worker_entry*> now;
+    for (auto& w : entries) {
+      now.insert(w.get());
+    }
+    std::unordered_set<const actors::worker_entry*> before;
+    for (auto& g : last_) {
+      before.insert(g.entry);
+      if (!now.count(g.entry)) {
+        c->removed.push_back(g);
+      }
+    }
+    last_.clear();
+    for (auto& w : entries) {
+      if (!before.count(w.get())) {
+        c->added.push_back(w.get());
+      }
+      last_.push_back({w.get(), w->id, w->spec.url, w->spec.type});
+    }
+    s.change = std::move(c);
+    gone_.clear();
+    return s;
+  }
+
   std::vector<std::shared_ptr<actors::worker_entry>> entries;
+
+private:
+  std::uint64_t version_ = 0;
+  std::vector<actors::fleet_change::gone> last_; ///< The last published snapshot's entries.
+  std::vector<std::shared_ptr<actors::worker_entry>> gone_; ///< Removed since.
 };
 
 } // namespace troupe::test
