@@ -34,8 +34,8 @@ public:
 private:
   std::uint64_t from_ = 0;
   bool lost_ = false;
-  std::vector<const worker_entry*> added_order_; ///< Live entries added, in order.
-  std::unordered_set<const worker_entry*> added_;   ///< The same, to look up.
+  std::vector<const worker_entry*> added_order_;  ///< Live entries added, in order.
+  std::unordered_set<const worker_entry*> added_; ///< The same, to look up.
   std::vector<fleet_change::gone> removed_;
 };
 

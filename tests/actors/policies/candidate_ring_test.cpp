@@ -71,9 +71,15 @@ void churn(std::uint64_t seed, int start, int steps, int per_step) {
 } // namespace
 
 TEST_CASE("candidate ring: followed by changes, it owns every key as one built from scratch") {
-  SECTION("small fleet, single changes") { churn(1, 8, 400, 1); }
-  SECTION("small fleet, bursts") { churn(2, 4, 200, 7); }
-  SECTION("a few hundred workers, past compactions") { churn(3, 300, 300, 3); }
+  SECTION("small fleet, single changes") {
+    churn(1, 8, 400, 1);
+  }
+  SECTION("small fleet, bursts") {
+    churn(2, 4, 200, 7);
+  }
+  SECTION("a few hundred workers, past compactions") {
+    churn(3, 300, 300, 3);
+  }
 }
 
 TEST_CASE("candidate ring: two workers on one url; the one left stands for it") {
