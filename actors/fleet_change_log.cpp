@@ -8,14 +8,25 @@ void fleet_change_log::added(const worker_entry& w) {
   }
 }
 
-void fleet_change_log::removed(const worker_entry& w) {
-  if (added_.erase(&w) != 0) {
+void fleet_change_log::removed(const fleet_change::gone& g) {
+  if (added_.erase(g.entry) != 0) {
     // Came and went since the last notification: the listeners never saw it. Its address
     // leaves the order list too, or a new entry given the same address would be a duplicate.
-    std::erase(added_order_, &w);
+    std::erase(added_order_, g.entry);
     return;
   }
-  removed_.push_back({&w, w.id, w.spec.url, w.spec.type});
+  removed_.push_back(g);
+}
+
+void fleet_change_log::merge(const fleet_change& next) {
+  // Removed first: an address in both lists is an entry that went and a new one given its
+  // address (fleet_change's order).
+  for (auto& g : next.removed) {
+    removed(g);
+  }
+  for (auto* w : next.added) {
+    added(*w);
+  }
 }
 
 std::shared_ptr<const fleet_change> fleet_change_log::change() const {

@@ -9,22 +9,33 @@
 
 namespace troupe::actors {
 
-/// The registry's record of what changed since the snapshot its listeners last heard of: the
-/// `fleet_change` each new snapshot carries. An entry that comes and goes between two
-/// notifications appears in neither list. Holds addresses only, never an entry.
+/// What changed since a snapshot: the registry's record since the one its listeners last
+/// heard of (the `fleet_change` each new snapshot carries), and a policy's since the one its
+/// strategy took in last (the changes of the snapshots after it, composed). An entry that
+/// comes and goes in between appears in neither list. Holds addresses only, never an entry.
 class fleet_change_log {
 public:
   /// `w` is a live entry now (appended, or in the place of another).
   void added(const worker_entry& w);
 
   /// `w` is no live entry any more (erased, or replaced). Called before it may be freed.
-  void removed(const worker_entry& w);
+  void removed(const worker_entry& w) { removed({&w, w.id, w.spec.url, w.spec.type}); }
+
+  /// The entry `g` names is no live entry any more (it may be freed already).
+  void removed(const fleet_change::gone& g);
+
+  /// Then `next` happened (the change of the snapshot after the last one this log follows).
+  void merge(const fleet_change& next);
+
+  /// Entries added and removed so far.
+  std::size_t size() const noexcept { return added_order_.size() + removed_.size(); }
 
   /// The change from the last notified snapshot to the fleet as it is now; nullptr after
   /// `lose` (until the next `notified`).
   std::shared_ptr<const fleet_change> change() const;
 
-  /// The listeners heard of the snapshot of `version`: changes start from there.
+  /// The listeners heard of (the strategy took in) the snapshot of `version`: changes start
+  /// from there.
   void notified(std::uint64_t version);
 
   /// The fleet changed in a way not recorded (the registry stopping): snapshots carry no

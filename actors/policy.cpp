@@ -1,6 +1,7 @@
 #include "actors/policy.hpp"
 
 #include "actors/errors.hpp"
+#include "actors/fleet_change_log.hpp"
 #include "actors/policies/strategy.hpp"
 
 #include <algorithm>
@@ -22,8 +23,12 @@ struct policy_state {
   std::uint64_t targeted = 0; ///< Picks an X-SMG-Target-Worker header made.
   std::uint64_t refused = 0;  ///< Selections that found no worker they may use.
   bool fleet_seen = true;     ///< The strategy has seen `fleet` (on_fleet runs before a pick).
-  prefix_sink fresh_sink;     ///< Told when picks placed new prefix blocks.
-  bool fresh_told = false;    ///< Told since the last take.
+  /// While it has not: the changes from the snapshot it saw to `fleet`, composed, when every
+  /// snapshot since came with a change that follows the one before (`pending_known`).
+  fleet_change_log pending;
+  bool pending_known = false;
+  prefix_sink fresh_sink;  ///< Told when picks placed new prefix blocks.
+  bool fresh_told = false; ///< Told since the last take.
 };
 
 using self_ptr = policy_actor::stateful_pointer<policy_state>;
@@ -117,10 +122,15 @@ caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel,
 void catch_up(self_ptr self) {
   auto& st = self->state;
   if (!st.fleet_seen) {
-    st.strat->on_fleet(*st.fleet, st.role);
+    auto change = st.pending_known ? st.pending.change() : nullptr;
+    st.strat->on_fleet(*st.fleet, change.get(), st.role);
     st.fleet_seen = true;
   }
 }
+
+/// Changes a policy composes before its strategy takes them in anyway: a pick after a burst
+/// of registrations by POST applies them once, not one registration at a time.
+constexpr std::size_t max_pending = 1024;
 
 caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
   auto& st = self->state;
@@ -266,14 +276,23 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
       [self](select_atom, const selection& sel) { return select(self, sel); },
       [self](publish_atom, fleet_ptr& fleet) {
         auto& st = self->state;
-        // A snapshot that follows the one the strategy has seen is taken in now, by its change
-        // (O(workers that came or went)); any other waits for the next pick, so a strategy
-        // that must take snapshots in whole does so once per burst, not once per snapshot.
+        // The strategy takes snapshots in before a pick (or an inspection), not as they come:
+        // meanwhile their changes are composed, so it applies them in O(workers that came or
+        // went) at once; a snapshot that does not follow the one before (none does, in a
+        // test's fleet) has the strategy take the fleet in whole, once.
         auto* change = fleet->change.get();
-        bool follows = st.fleet_seen && change && change->from == st.fleet->version;
+        bool follows = change && change->from == st.fleet->version;
+        if (st.fleet_seen) {
+          st.pending.notified(st.fleet->version);
+          st.pending_known = true;
+        }
+        st.pending_known = st.pending_known && follows;
+        if (st.pending_known) {
+          st.pending.merge(*change);
+        }
         st.fleet = std::move(fleet);
         st.fleet_seen = false;
-        if (follows) {
+        if (st.pending_known && st.pending.size() > max_pending) {
           catch_up(self);
         }
       },

@@ -58,7 +58,7 @@ public:
     return k;
   }
 
-  void on_fleet(const fleet_snapshot&, protocol::worker_type) override {
+  void on_fleet(const fleet_snapshot&, const fleet_change*, protocol::worker_type) override {
     // No entry is kept (it would keep a removed worker's proxy alive): a model's members are
     // read from its candidates on its next pick.
     for (auto& [_, b] : states_) {

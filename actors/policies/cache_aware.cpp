@@ -112,10 +112,11 @@ public:
     });
   }
 
-  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
+  void on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
+                protocol::worker_type role) override {
     // O(workers that came or went) by the snapshot's change; a worker that left takes its
     // cache with it.
-    tenants_.on_fleet(fleet, role, [this](radix_tree::tenant t, const std::string& id) {
+    tenants_.on_fleet(fleet, change, role, [this](radix_tree::tenant t, const std::string& id) {
       tree_.remove(t);
       if (view_) {
         view_->remove(t, id);

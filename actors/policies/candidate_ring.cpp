@@ -4,8 +4,9 @@
 
 namespace troupe::actors {
 
-void candidate_ring::on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {
-  auto* change = cursor_.advance(fleet);
+void candidate_ring::on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
+                              protocol::worker_type role) {
+  change = cursor_.advance(fleet, change);
   if (!change || !apply(*change, role)) {
     rebuild(fleet, role);
   }

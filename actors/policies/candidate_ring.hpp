@@ -32,7 +32,13 @@ public:
   static constexpr std::size_t virtual_nodes = 160;
 
   /// Members: the workers of `role` in `fleet`. Only those that came or went change the ring.
-  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role);
+  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {
+    on_fleet(fleet, fleet.change.get(), role);
+  }
+
+  /// The same with `change` leading to `fleet` from the snapshot taken in before.
+  void on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
+                protocol::worker_type role);
 
   /// The index in `cands` (a list of the fleet index) of the candidate owning `key` among
   /// those that may take `sel` now (`eligible`), or npos when none of them is a member.

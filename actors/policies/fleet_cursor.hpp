@@ -15,7 +15,11 @@ public:
   /// The change from the snapshot taken in last to `fleet`, or nullptr when there is none to
   /// apply (take `fleet` in whole). `fleet` counts as taken in from now on.
   const fleet_change* advance(const fleet_snapshot& fleet) noexcept {
-    const fleet_change* c = fleet.change.get();
+    return advance(fleet, fleet.change.get());
+  }
+
+  /// The same with `c` the change to `fleet` (the policy's, composed of several snapshots').
+  const fleet_change* advance(const fleet_snapshot& fleet, const fleet_change* c) noexcept {
     if (!seen_ || !c || c->from != *seen_) {
       c = nullptr;
     }

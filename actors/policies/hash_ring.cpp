@@ -66,11 +66,16 @@ void hash_ring::add(const std::vector<std::pair<std::string, std::uint32_t>>& me
   }
   auto order = [this](const point& a, const point& b) { return before(a, b); };
   std::sort(fresh.begin(), fresh.end(), order);
-  std::vector<point> merged;
-  merged.reserve(recent_.size() + fresh.size());
-  std::merge(recent_.begin(), recent_.end(), fresh.begin(), fresh.end(), std::back_inserter(merged),
-             order);
-  recent_ = std::move(merged);
+  if (recent_.empty()) {
+    recent_ = std::move(fresh); // a burst (a whole fleet at start) is not copied once more
+  } else {
+    std::vector<point> merged;
+    merged.reserve(recent_.size() + fresh.size());
+    std::merge(recent_.begin(), recent_.end(), fresh.begin(), fresh.end(),
+               std::back_inserter(merged), order);
+    recent_ = std::move(merged);
+  }
+  fresh = {};
   members_ += members.size();
   // The second ring stays small next to the main one: each add copies only it.
   if (recent_.size() > std::max<std::size_t>(points_ * 64, main_.size() / 16)) {
@@ -98,6 +103,11 @@ std::vector<std::uint32_t> hash_ring::take_freed() {
 }
 
 void hash_ring::compact() {
+  if (main_.empty() && dead_points_ == 0) {
+    main_ = std::move(recent_);
+    recent_ = {};
+    return;
+  }
   std::vector<point> merged;
   merged.reserve(main_.size() + recent_.size() - dead_points_);
   auto alive = [this](const point& p) { return !dead_[p.member]; };
@@ -115,7 +125,7 @@ void hash_ring::compact() {
     }
   }
   main_ = std::move(merged);
-  recent_.clear();
+  recent_ = {}; // its capacity too: it stays small from now on
   for (auto m : dead_members_) {
     dead_[m] = 0;
     names_[m].clear();

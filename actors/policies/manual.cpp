@@ -79,9 +79,10 @@ public:
     return k;
   }
 
-  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
+  void on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
+                protocol::worker_type role) override {
     // Keys keep the ids of workers that left (a miss reassigns them); their counts go.
-    if (auto* change = cursor_.advance(fleet)) {
+    if ((change = cursor_.advance(fleet, change))) {
       // O(change): the ids removed and not added back (a new model card keeps its id).
       std::unordered_set<std::string_view> back;
       for (auto* w : change->added) {

@@ -81,8 +81,9 @@ public:
     return k != npos ? k : first_owner;
   }
 
-  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) override {
-    ring_.on_fleet(fleet, role);
+  void on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
+                protocol::worker_type role) override {
+    ring_.on_fleet(fleet, change, role);
   }
 
   nlohmann::json describe() const override {

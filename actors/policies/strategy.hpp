@@ -44,9 +44,16 @@ public:
   /// says which workers are missing).
   virtual std::string refusal() const { return {}; }
 
-  /// A new fleet snapshot; the policy serves workers of `role`. Strategies with per-worker
-  /// state drop that of the workers that left.
-  virtual void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {}
+  /// A new fleet snapshot; the policy serves workers of `role`. `change` leads from the
+  /// snapshot this strategy took in last to `fleet` (nullptr when not known: take it in whole).
+  /// Strategies with per-worker state drop that of the workers that left.
+  virtual void on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
+                        protocol::worker_type role) {}
+
+  /// The same with the snapshot's own change (it follows the one taken in before it).
+  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role) {
+    on_fleet(fleet, fleet.change.get(), role);
+  }
 
   /// The shared prefix view of a cluster (docs/cluster.md): moves what this node's picks
   /// recorded since the last call into `out` (with `fresh_only`, only the blocks new to their

@@ -43,9 +43,9 @@ const tenant_map::tenant* tenant_map::find(const worker_entry& w) const {
   return find(std::string_view{w.id});
 }
 
-void tenant_map::on_fleet(const fleet_snapshot& fleet, protocol::worker_type role,
-                          const forget_fn& forget) {
-  if (auto* change = cursor_.advance(fleet)) {
+void tenant_map::on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
+                          protocol::worker_type role, const forget_fn& forget) {
+  if ((change = cursor_.advance(fleet, change))) {
     apply(*change, role, forget);
   } else {
     rebuild(fleet, role, forget);

@@ -26,7 +26,13 @@ public:
   using forget_fn = std::function<void(tenant, const std::string&)>;
 
   /// Takes in `fleet` (its workers of `role`).
-  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role, const forget_fn& forget);
+  void on_fleet(const fleet_snapshot& fleet, protocol::worker_type role, const forget_fn& forget) {
+    on_fleet(fleet, fleet.change.get(), role, forget);
+  }
+
+  /// The same with `change` leading to `fleet` from the snapshot taken in before.
+  void on_fleet(const fleet_snapshot& fleet, const fleet_change* change, protocol::worker_type role,
+                const forget_fn& forget);
 
   /// The tenant of `w` (an entry of the last snapshot, or one never seen: numbered now).
   tenant of(const worker_entry& w);
