@@ -146,7 +146,7 @@ TEST_CASE_METHOD(fixture, "ids from a member are remembered for the workers this
   auto b = member("b", true);
   auto c = member("c", true);
   cluster_message m;
-  m.body = protocol::response_update{{{"resp_b", "w1"}, {"resp_elsewhere", "w-not-here"}}};
+  m.body = protocol::response_update{{{"resp_b", "w1"}, {"resp_elsewhere", "w-not-here"}}, false};
   say(b, "b", std::move(m));
   CHECK(affinity->worker_of("resp_b") == "w1");
   CHECK_FALSE(affinity->worker_of("resp_elsewhere"));
@@ -159,11 +159,26 @@ TEST_CASE_METHOD(fixture, "ids from a member are remembered for the workers this
   CHECK(st["from_peers"] == 1);
 }
 
-TEST_CASE_METHOD(fixture, "ids wait in the outbox while no member reads them") {
+TEST_CASE_METHOD(fixture, "ids learned while no member reads them reach a later member in its "
+                          "snapshot, once") {
   affinity->remember("resp_1", "w0");
   tick();
-  CHECK(status()["outbox"] == 1);
+  CHECK(status()["outbox"] == 0);
+  CHECK(status()["left_for_snapshots"] == 1);
   auto b = member("b", true);
   tick();
+  CHECK(b.got->responses().empty());
+  cluster_message report;
+  report.body = protocol::load_report{1, {}, 0, 0, 0, 0, true, {}}; // its registry is ours
+  say(b, "b", std::move(report));
+  tick();
+  REQUIRE(b.got->messages.size() > 0);
+  bool snapshot = false;
+  for (auto& m : b.got->messages) {
+    if (auto* u = std::get_if<protocol::response_update>(&m.body)) {
+      snapshot = u->snapshot;
+    }
+  }
+  CHECK(snapshot);
   CHECK(b.got->responses() == id_pairs{{"resp_1", "w0"}});
 }
