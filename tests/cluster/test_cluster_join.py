@@ -81,6 +81,9 @@ class LateJoinTest(ProcessTestCase):
                    what="node-b to take node-a's snapshot of placements")
         self.routable(b, 2)
         told = cluster_actor(a)["join_snapshots"]
+        print(f"\nnode-a's snapshot for node-b: {told['response_ids_sent']} response ids, "
+              f"{told['prefix_blocks_sent']} prefix blocks, {told['messages_sent']} messages, "
+              f"{told['bytes_sent']} bytes (registry in sync: {told['sent_unsynced'] == 0})")
         self.assertEqual(told["snapshots_sent"], 1)
         self.assertEqual(told["response_ids_sent"], len(created))
         self.assertGreaterEqual(metric(a, "troupe_cluster_response_ids_total",
