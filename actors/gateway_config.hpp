@@ -129,6 +129,7 @@ struct gateway_config {
   std::size_t cluster_prefix_max_blocks_per_worker = 65536;     ///< Blocks remembered per worker.
   std::size_t cluster_prefix_max_blocks = std::size_t{1} << 20; ///< Per policy, all workers.
   std::size_t cluster_prefix_max_bytes_per_tick = 256 * 1024;   ///< Hashes sent per gossip tick.
+  std::size_t cluster_prefix_snapshot_blocks = 65536; ///< Own placements told to a new member.
   // The Responses affinity (services/response_affinity.hpp; shared by cluster nodes).
   std::size_t response_affinity_capacity = 100000; ///< Ids remembered (and queued for peers).
   std::chrono::seconds response_affinity_ttl{0};   ///< 0: no expiry.

@@ -47,6 +47,7 @@ void tick(node_self self) {
     publish_status(self);
   }
   send_due_full_syncs(self);
+  send_due_snapshots(self);
   dial_all(self);
   self->delayed_send(self, st.cfg.gossip_interval, tick_atom_v);
 }

@@ -102,6 +102,13 @@ struct node_config {
   std::uint32_t prefix_block_bytes = 0;
   /// Bytes of prefix hashes sent per gossip tick, all policies together.
   std::size_t prefix_max_bytes_per_tick = 256 * 1024;
+  /// A member linked anew is sent (cluster/join_snapshot.hpp) the newest this many blocks this
+  /// node's picks placed (0: none)...
+  std::size_t prefix_snapshot_blocks = 65536;
+  /// ... and the newest this many Responses affinity ids this node knows (0: none) ...
+  std::size_t response_snapshot_ids = 100000;
+  /// ... once its registry matches this node's, or after this long whatever it holds.
+  std::chrono::milliseconds snapshot_wait{2000};
 };
 
 /// What the node works with.

@@ -55,6 +55,7 @@ void admit(node_self self, const std::string& name, const peer_actor& sender) {
   link_verified(self, name, sender);
   self->monitor(sender);
   greet(self, name, sender);
+  snapshot_due(self, name); // a new verified link: the member is told the recent past
 }
 
 void on_hello(node_self self, const std::string& from, const protocol::cluster_hello& h) {
@@ -156,6 +157,7 @@ void on_load(node_self self, const std::string& from, std::int64_t sent_ms,
       st.deps.metrics->on_cluster_load_age(std::chrono::duration<double>(age / 1000.0));
     }
   }
+  snapshot_on_load(self, from, r.registry_digest);
   if (std::find(r.resend.begin(), r.resend.end(), st.cfg.name) != r.resend.end()) {
     st.whole_load_due.insert(from); // it missed a delta of ours
   }
@@ -352,6 +354,7 @@ void member_down(node_self self, const std::string& name, std::string reason) {
   }
   st.full_sync_due.erase(name);
   st.digest_mismatches.erase(name);
+  snapshot_forget(self, name);
   apply_remote_loads(self);
   if (auto d = st.duplicates.find(name); d != st.duplicates.end()) {
     // The node refused for its name is the one left: it is the member now.

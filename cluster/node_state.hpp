@@ -7,6 +7,7 @@
 
 #include "cluster/dial_table.hpp"
 #include "cluster/frame_guard.hpp"
+#include "cluster/join_snapshot.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/node.hpp"
 #include "cluster/peer_endpoint.hpp"
@@ -103,6 +104,7 @@ struct node_state {
   frames_refused frames_seen;      ///< The frame guard's counts already taken into `refusals`.
   prefix_gossip_state prefix;      ///< The shared prefix view (prefix_gossip.cpp).
   response_gossip_state responses; ///< The shared Responses affinity (response_gossip.cpp).
+  join_snapshot_state snapshots;   ///< What members linked anew are told (join_snapshot.cpp).
 
   // -- counters (inspect) --
   std::uint64_t messages_in = 0;
@@ -222,6 +224,26 @@ void on_response_update(node_self self, const std::string& from, protocol::respo
 
 /// The shared Responses affinity's part of `/admin/actors`.
 nlohmann::json response_gossip_status(const node_state& st);
+
+// -- join_snapshot.cpp --
+
+/// Member `name` linked anew (a verified link): it is owed a snapshot.
+void snapshot_due(node_self self, const std::string& name);
+
+/// A load report of member `from`: its snapshot goes once its registry digest is ours.
+void snapshot_on_load(node_self self, const std::string& from, std::uint64_t registry_digest);
+
+/// Snapshots whose wait for the member's registry is over go now.
+void send_due_snapshots(node_self self);
+
+/// Member `name` is down: it is owed nothing (a new link owes it anew).
+void snapshot_forget(node_self self, const std::string& name);
+
+/// A member's snapshot brought these (counted, and into the metrics).
+void snapshot_received(node_self self, std::uint64_t response_ids, std::uint64_t prefix_blocks);
+
+/// The snapshots' part of `/admin/actors`.
+nlohmann::json join_snapshot_status(const node_state& st);
 
 // -- node_receive.cpp --
 

@@ -19,7 +19,8 @@ namespace {
 
 /// Cuts `u` to at most `budget` encoded bytes; returns the hashes left out.
 std::uint64_t trim(protocol::prefix_update& u, std::size_t budget) {
-  std::size_t used = protocol::encoded_size(protocol::prefix_update{u.block_bytes, {}});
+  std::size_t used =
+      protocol::encoded_size(protocol::prefix_update{u.block_bytes, {}, u.role, u.snapshot});
   std::uint64_t dropped = 0;
   std::size_t kept = 0;
   for (std::size_t i = 0; i < u.workers.size(); ++i) {
@@ -81,6 +82,10 @@ void send_update(node_self self, std::size_t source, actors::prefix_drain& d) {
   if (d.update.workers.empty()) {
     return;
   }
+  // Members that link later are told these too (join_snapshot.cpp), even when none is linked
+  // now: a node alone is where a newcomer's snapshot matters most.
+  px.log.add(role, d.update);
+  d.update.role = role; // only the receivers' policy of this role merges it
   auto peers = prefix_peers(st);
   if (peers.empty()) {
     return; // nobody to tell: what this node recorded stays in its own view
@@ -140,6 +145,7 @@ void start_prefix_gossip(node_self self) {
   st.prefix.asking.assign(st.deps.prefix_policies.size(), false);
   st.prefix.views.assign(st.deps.prefix_policies.size(), {});
   st.prefix.budget = st.cfg.prefix_max_bytes_per_tick;
+  st.prefix.log = prefix_log{st.deps.prefix_policies.empty() ? 0 : st.cfg.prefix_snapshot_blocks};
   for (auto& [role, policy] : st.deps.prefix_policies) {
     self->send(policy, prefix_atom_v, caf::actor_cast<actors::prefix_sink>(self));
   }
@@ -207,10 +213,16 @@ void on_prefix_update(node_self self, const std::string& from, protocol::prefix_
   for (auto& w : u.workers) {
     hashes += w.hashes.size();
   }
-  px.hashes_received += hashes;
   if (st.deps.metrics) {
     st.deps.metrics->on_cluster_prefix_bytes("received", bytes);
-    st.deps.metrics->on_cluster_prefix_hashes("received", hashes);
+  }
+  if (u.snapshot) {
+    snapshot_received(self, 0, hashes); // a member linked anew told its recent placements
+  } else {
+    px.hashes_received += hashes;
+    if (st.deps.metrics) {
+      st.deps.metrics->on_cluster_prefix_hashes("received", hashes);
+    }
   }
   if (st.deps.prefix_policies.empty()) {
     ++px.without_view;
@@ -224,11 +236,22 @@ void on_prefix_update(node_self self, const std::string& from, protocol::prefix_
     }
     return;
   }
-  auto& policies = st.deps.prefix_policies;
-  for (std::size_t i = 0; i + 1 < policies.size(); ++i) {
-    self->send(policies[i].second, prefix_atom_v, u);
+  // Only the policy of the role whose picks these are merges them (an older sender names no
+  // role: every policy does, and each keeps the workers it serves).
+  std::vector<actors::policy_actor> to;
+  for (auto& [role, policy] : st.deps.prefix_policies) {
+    if (u.role.empty() || u.role == role) {
+      to.push_back(policy);
+    }
   }
-  self->send(policies.back().second, prefix_atom_v, std::move(u));
+  if (to.empty()) {
+    ++px.other_role; // say, prefill picks and this node's prefill policy keeps no view
+    return;
+  }
+  for (std::size_t i = 0; i + 1 < to.size(); ++i) {
+    self->send(to[i], prefix_atom_v, u);
+  }
+  self->send(to.back(), prefix_atom_v, std::move(u));
 }
 
 nlohmann::json prefix_gossip_status(const node_state& st) {
@@ -257,6 +280,7 @@ nlohmann::json prefix_gossip_status(const node_state& st) {
           {"fresh_deferred", px.fresh_deferred},
           {"refused_block_size", px.refused_block_size},
           {"without_view", px.without_view},
+          {"other_role", px.other_role},
           {"members", std::move(peers)},
           {"views", std::move(views)}};
 }

@@ -8,6 +8,7 @@
 // cluster/.
 
 #include "actors/policy.hpp"
+#include "cluster/prefix_log.hpp"
 
 #include <cstdint>
 #include <map>
@@ -23,6 +24,7 @@ struct prefix_gossip_state {
   std::vector<actors::prefix_view_stats>
       views;              ///< By policy (`node_deps::prefix_policies`): its last counts.
   std::size_t budget = 0; ///< Bytes left to send this tick.
+  prefix_log log;         ///< This node's recent placements, for members linked anew.
 
   // -- counters (inspect) --
   std::uint64_t updates_sent = 0;
@@ -36,6 +38,7 @@ struct prefix_gossip_state {
   std::uint64_t fresh_deferred = 0;     ///< Placements left for the tick (budget, no peer).
   std::uint64_t refused_block_size = 0; ///< Updates of another block size.
   std::uint64_t without_view = 0;       ///< Updates received while no policy keeps a view.
+  std::uint64_t other_role = 0;         ///< Updates of a role no policy here has.
 };
 
 } // namespace troupe::cluster

@@ -57,7 +57,10 @@ void gossip_responses(node_self self) {
   publish_counts(st);
   auto peers = response_readers(st);
   if (peers.empty()) {
-    return; // the ids wait in the (bounded) outbox for a member that reads them
+    // Nobody to tell: a member that links later is told every id this node remembers in its
+    // snapshot (join_snapshot.cpp), so these need not wait (and arrive twice).
+    rs.left_for_snapshots += st.deps.responses->clear_outbox();
+    return;
   }
   auto ids = st.deps.responses->take_outbox(response_ids_per_tick);
   if (ids.empty()) {
@@ -120,10 +123,16 @@ void on_response_update(node_self self, const std::string& from, protocol::respo
     st.deps.responses->remember_remote(std::move(id), std::move(worker));
     ++taken;
   }
-  rs.ids_received += taken;
   rs.unknown_worker += unknown;
+  if (u.snapshot) {
+    snapshot_received(self, taken, 0); // a member told this node, linked anew, what it knows
+  } else {
+    rs.ids_received += taken;
+    if (st.deps.metrics) {
+      st.deps.metrics->on_cluster_response_ids("received", taken);
+    }
+  }
   if (st.deps.metrics) {
-    st.deps.metrics->on_cluster_response_ids("received", taken);
     if (unknown > 0) {
       st.deps.metrics->on_cluster_response_ids("unknown_worker", unknown);
     }
@@ -145,6 +154,7 @@ nlohmann::json response_gossip_status(const node_state& st) {
                           {"unknown_worker", rs.unknown_worker},
                           {"too_large", rs.too_large},
                           {"without_affinity", rs.without_affinity},
+                          {"left_for_snapshots", rs.left_for_snapshots},
                           {"members", rs.readers}};
   if (st.deps.responses) {
     auto c = st.deps.responses->stats();

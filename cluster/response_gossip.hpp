@@ -25,6 +25,7 @@ struct response_gossip_state {
   std::uint64_t unknown_worker = 0;      ///< Received for a worker this node does not serve.
   std::uint64_t too_large = 0;           ///< Ids too long for a message.
   std::uint64_t without_affinity = 0;    ///< Updates received while this node keeps none.
+  std::uint64_t left_for_snapshots = 0;  ///< Ids learned while no member read them.
   std::uint64_t outbox_dropped_seen = 0; ///< The affinity's count already in the metrics.
 };
 

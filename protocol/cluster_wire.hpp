@@ -121,6 +121,13 @@ struct prefix_blocks {
 struct prefix_update {
   std::uint32_t block_bytes = 0;      ///< The sender's block size (receivers check it is theirs).
   std::vector<prefix_blocks> workers; ///< One entry per worker.
+  /// The role of the policy whose picks these are (`regular`, `prefill`, `decode`): a receiver
+  /// hands it only to its policy of that role. Empty (older senders): to every policy. Written
+  /// only when set.
+  std::string role;
+  /// A snapshot of the sender's recent placements for a member that just linked, not the
+  /// picks of one tick (docs/cluster.md, "A node that joins late"). Written only when set.
+  bool snapshot = false;
 };
 
 /// Responses API objects this node's relays saw created (or found by searching), and the worker
@@ -128,6 +135,9 @@ struct prefix_update {
 /// searching. Ids and worker ids only. The msgpack form: protocol/response_wire.hpp.
 struct response_update {
   std::vector<std::pair<std::string, std::string>> responses; ///< (response id, worker id).
+  /// A snapshot of what the sender knows for a member that just linked, not the ids of one
+  /// tick (docs/cluster.md, "A node that joins late"). Written only when set.
+  bool snapshot = false;
 };
 
 /// The sender leaves the cluster (graceful shutdown): peers drop it at once.

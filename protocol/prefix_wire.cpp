@@ -24,19 +24,62 @@ const msgpack::object* field(const msgpack::object& map, std::string_view key) {
 } // namespace
 
 std::size_t encoded_size(const prefix_update& u) noexcept {
-  std::size_t n = 16;
+  std::size_t n = 16 + (u.role.empty() ? 0 : 10 + u.role.size()) + (u.snapshot ? 6 : 0);
   for (auto& w : u.workers) {
     n += 16 + w.worker.size() + 8 * w.hashes.size();
   }
   return n;
 }
 
+std::vector<prefix_update> split_prefixes(prefix_update u, std::size_t max_body_bytes,
+                                          std::uint64_t& too_large) {
+  std::vector<prefix_update> out;
+  auto head = encoded_size(prefix_update{u.block_bytes, {}, u.role, u.snapshot});
+  std::size_t used = 0;
+  auto fresh = [&] {
+    out.push_back(prefix_update{u.block_bytes, {}, u.role, u.snapshot});
+    used = head;
+  };
+  for (auto& w : u.workers) {
+    auto entry = 16 + w.worker.size();
+    if (head + entry + 8 > max_body_bytes) {
+      too_large += w.hashes.size(); // a worker id longer than a message
+      continue;
+    }
+    std::size_t i = 0;
+    while (i < w.hashes.size()) {
+      if (out.empty() || used + entry + 8 > max_body_bytes) {
+        fresh();
+      }
+      auto room = (max_body_bytes - used - entry) / 8;
+      auto n = std::min(room, w.hashes.size() - i);
+      prefix_blocks part{w.worker, {}};
+      part.hashes.assign(w.hashes.begin() + static_cast<std::ptrdiff_t>(i),
+                         w.hashes.begin() + static_cast<std::ptrdiff_t>(i + n));
+      used += entry + 8 * n;
+      out.back().workers.push_back(std::move(part));
+      i += n;
+    }
+  }
+  return out;
+}
+
 namespace detail {
 
 void write_prefix_update(msgpack::packer<msgpack::sbuffer>& pk, const prefix_update& u) {
-  pk.pack_map(2);
+  // `role` and `snap` are written only when set: older readers never see them (and merge the
+  // update into every policy, as they always did).
+  pk.pack_map(2 + (u.role.empty() ? 0 : 1) + (u.snapshot ? 1 : 0));
   put(pk, "bb");
   pk.pack_uint64(u.block_bytes);
+  if (!u.role.empty()) {
+    put(pk, "role");
+    put(pk, u.role);
+  }
+  if (u.snapshot) {
+    put(pk, "snap");
+    pk.pack_true();
+  }
   put(pk, "w");
   pk.pack_array(static_cast<std::uint32_t>(u.workers.size()));
   std::string bin;
@@ -67,6 +110,20 @@ bool read_prefix_update(const msgpack::object& body, prefix_update& out, std::st
       return false;
     }
     out.block_bytes = static_cast<std::uint32_t>(bb->via.u64);
+  }
+  if (auto* role = field(body, "role")) {
+    if (role->type != msgpack::type::STR) {
+      why = "prefix update: field 'role' is not a string";
+      return false;
+    }
+    out.role.assign(role->via.str.ptr, role->via.str.size);
+  }
+  if (auto* snap = field(body, "snap")) {
+    if (snap->type != msgpack::type::BOOLEAN) {
+      why = "prefix update: field 'snap' is not a boolean";
+      return false;
+    }
+    out.snapshot = snap->via.boolean;
   }
   auto* ws = field(body, "w");
   if (!ws) {

@@ -51,7 +51,11 @@ split_responses(std::vector<std::pair<std::string, std::string>> responses,
 namespace detail {
 
 void write_response_update(msgpack::packer<msgpack::sbuffer>& pk, const response_update& u) {
-  pk.pack_map(1);
+  pk.pack_map(u.snapshot ? 2 : 1); // `snap` only when set: older readers never see it
+  if (u.snapshot) {
+    put(pk, "snap");
+    pk.pack_true();
+  }
   put(pk, "r");
   pk.pack_map(static_cast<std::uint32_t>(u.responses.size()));
   for (auto& [id, worker] : u.responses) {
@@ -68,8 +72,19 @@ bool read_response_update(const msgpack::object& body, response_update& out, std
   const msgpack::object* r = nullptr;
   for (std::uint32_t i = 0; i < body.via.map.size; ++i) {
     auto& k = body.via.map.ptr[i].key;
-    if (k.type == msgpack::type::STR && std::string_view{k.via.str.ptr, k.via.str.size} == "r") {
-      r = &body.via.map.ptr[i].val;
+    if (k.type != msgpack::type::STR) {
+      continue;
+    }
+    auto key = std::string_view{k.via.str.ptr, k.via.str.size};
+    auto& v = body.via.map.ptr[i].val;
+    if (key == "r") {
+      r = &v;
+    } else if (key == "snap") {
+      if (v.type != msgpack::type::BOOLEAN) {
+        why = "response update: field 'snap' is not a boolean";
+        return false;
+      }
+      out.snapshot = v.via.boolean;
     }
   }
   if (!r) {

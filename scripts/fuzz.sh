@@ -75,17 +75,19 @@ run_one() {
   return $rc
 }
 
+# Up to `jobs` harnesses at once; the next one starts as soon as any of them ends.
 status=0
-pids=()
+running=0
 for name in "${names[@]}"; do
-  run_one "$name" &
-  pids+=($!)
-  if ((${#pids[@]} >= jobs)); then
-    wait "${pids[0]}" || status=1
-    pids=("${pids[@]:1}")
+  if ((running >= jobs)); then
+    wait -n || status=1
+    running=$((running - 1))
   fi
+  run_one "$name" &
+  running=$((running + 1))
 done
-for p in "${pids[@]}"; do
-  wait "$p" || status=1
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status

@@ -78,6 +78,13 @@ void response_affinity::share_with_peers(std::size_t outbox_capacity) {
   outbox_capacity_ = outbox_capacity;
 }
 
+std::size_t response_affinity::clear_outbox() {
+  std::lock_guard guard{mx_};
+  auto n = outbox_.size();
+  outbox_.clear();
+  return n;
+}
+
 std::vector<std::pair<std::string, std::string>> response_affinity::take_outbox(std::size_t max) {
   std::lock_guard guard{mx_};
   std::vector<std::pair<std::string, std::string>> out;
@@ -88,6 +95,24 @@ std::vector<std::pair<std::string, std::string>> response_affinity::take_outbox(
     outbox_.pop_front();
   }
   shared_ += n;
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>>
+response_affinity::snapshot(std::size_t max) const {
+  auto now = now_();
+  std::lock_guard guard{mx_};
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(std::min(max, order_.size()));
+  // `order_` is insertion order, each id once (a sweep moves an id learned again to its end).
+  for (auto it = order_.rbegin(); it != order_.rend() && out.size() < max; ++it) {
+    auto w = workers_.find(it->first);
+    if (w == workers_.end() || (ttl_.count() != 0 && now - w->second.at >= ttl_)) {
+      continue;
+    }
+    out.emplace_back(it->first, w->second.worker);
+  }
+  std::reverse(out.begin(), out.end());
   return out;
 }
 

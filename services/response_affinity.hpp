@@ -53,8 +53,17 @@ public:
   /// oldest waiting are dropped and counted).
   void share_with_peers(std::size_t outbox_capacity);
 
+  /// Empties the outbox (nobody reads it now: a member linking later is told these in its
+  /// snapshot instead); returns how many it held. Not counted as dropped.
+  std::size_t clear_outbox();
+
   /// Takes up to `max` queued (response id, worker id) pairs, oldest first.
   std::vector<std::pair<std::string, std::string>> take_outbox(std::size_t max);
+
+  /// The newest `max` ids remembered (this node's and its peers', not expired) and their
+  /// workers, oldest first: what a member that just linked is told (docs/cluster.md, "A node
+  /// that joins late"). The outbox is left as it is.
+  std::vector<std::pair<std::string, std::string>> snapshot(std::size_t max) const;
 
   /// Counts for metrics and /admin/actors.
   struct counts {

@@ -377,6 +377,10 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--cluster-prefix-max-bytes-per-tick", cfg.cluster_prefix_max_bytes_per_tick,
                  "Bytes of prefix hashes a node sends per gossip tick (beyond: dropped, counted)")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  app.add_option("--cluster-prefix-snapshot-blocks", cfg.cluster_prefix_snapshot_blocks,
+                 "Prefix blocks this node's picks placed most recently that a member linking "
+                 "later is sent (0: none; a newcomer then learns from later picks only)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
   // The Responses affinity (docs/configuration.md, "Responses API"; docs/cluster.md).
   app.add_option("--response-affinity-capacity", cfg.response_affinity_capacity,
                  "Response ids whose worker a node remembers (the oldest forgotten first); on a "

@@ -20,8 +20,9 @@ using json = nlohmann::json;
 
 namespace troupe::test::cluster_node {
 
-/// What a fake peer received.
+/// What a fake peer received: the bytes as they came, and decoded.
 struct inbox {
+  std::vector<std::string> raw;
   std::vector<cluster_message> messages;
 
   std::size_t count(std::string_view kind, bool full = false) const {
@@ -36,6 +37,17 @@ struct inbox {
       }
     }
     return n;
+  }
+
+  /// The bodies of kind `T` received, in order.
+  template <class T> std::vector<T> of() const {
+    std::vector<T> out;
+    for (auto& m : messages) {
+      if (auto* x = std::get_if<T>(&m.body)) {
+        out.push_back(*x);
+      }
+    }
+    return out;
   }
 
   /// The records of every whole-registry sync received, in order.
@@ -142,7 +154,12 @@ struct fixture : test::actor_system_fixture {
   }
 
   void start(node_config c) {
-    node = make_node(sys, std::move(c), node_deps{registry, view, nullptr, dialer, refusals, {}});
+    start(std::move(c), node_deps{registry, view, nullptr, dialer, refusals, {}, {}, {}});
+  }
+
+  /// Starts the node with `deps` of the test's own (policies, a Responses affinity, ...).
+  void start(node_config c, node_deps deps) {
+    node = make_node(sys, std::move(c), std::move(deps));
     run();
   }
 
@@ -153,6 +170,7 @@ struct fixture : test::actor_system_fixture {
     auto got = p.got;
     p.actor = keep(sys.spawn([got](peer_actor::pointer) -> peer_actor::behavior_type {
       return {[got](gossip_atom, std::string& bytes) {
+        got->raw.push_back(bytes);
         std::string why;
         if (auto m = protocol::decode_message(bytes, why)) {
           got->messages.push_back(std::move(*m));
@@ -187,13 +205,7 @@ struct fixture : test::actor_system_fixture {
 
   /// The messages of kind `T` that `p` received.
   template <class T> std::vector<T> received(const fake_peer& p) const {
-    std::vector<T> out;
-    for (auto& m : p.got->messages) {
-      if (auto* x = std::get_if<T>(&m.body)) {
-        out.push_back(*x);
-      }
-    }
-    return out;
+    return p.got->template of<T>();
   }
 
   void sync(const fake_peer& p, const std::string& from, std::vector<protocol::worker_record> rs,

@@ -3,48 +3,18 @@
 // receive.
 
 #include "actors/policies/prefix_blocks.hpp"
-#include "cluster/node.hpp"
-#include "tests/fakes/actor_system.hpp"
+#include "tests/cluster/node_fixture.hpp"
 #include "tests/fakes/fake_fleet.hpp"
 
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
-#include <caf/typed_event_based_actor.hpp>
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
-using namespace troupe;
-using namespace troupe::cluster;
-using namespace std::chrono_literals;
-using protocol::cluster_message;
-using json = nlohmann::json;
+using namespace troupe::test::cluster_node;
 
 namespace {
 
-/// What a fake peer received: the bytes as they came, and decoded.
-struct inbox {
-  std::vector<std::string> raw;
-  std::vector<cluster_message> messages;
-
-  std::vector<protocol::prefix_update> prefixes() const {
-    std::vector<protocol::prefix_update> out;
-    for (auto& m : messages) {
-      if (auto* u = std::get_if<protocol::prefix_update>(&m.body)) {
-        out.push_back(*u);
-      }
-    }
-    return out;
-  }
-};
-
-struct fake_peer {
-  peer_actor actor;
-  std::shared_ptr<inbox> got;
-};
-
-caf::node_id other_node(int n) {
-  auto hash = std::string(39, 'b') + std::to_string(n % 10);
-  return *caf::make_node_id(static_cast<std::uint32_t>(2000 + n), hash);
+/// The prefix updates `p` received, in order.
+std::vector<protocol::prefix_update> prefixes(const fake_peer& p) {
+  return p.got->of<protocol::prefix_update>();
 }
 
 const std::string secret_prompt =
@@ -52,18 +22,11 @@ const std::string secret_prompt =
 
 /// Node "a" with a cache_aware policy keeping a shared view of 16-byte blocks over workers
 /// w0..w2, and peers that dial nothing (they say hello to the node's endpoint).
-struct fixture : test::actor_system_fixture {
-  boost::asio::io_context ioc; // never run
-  std::shared_ptr<actors::fleet_view> fleet = std::make_shared<actors::fleet_view>();
-  std::shared_ptr<services::cluster_view> view = std::make_shared<services::cluster_view>();
-  actors::registry_actor registry;
+struct prefix_fixture : fixture {
   actors::policy_actor policy;
   test::fake_fleet workers{3};
-  node_handles node;
-  int next_node = 1;
 
-  fixture() {
-    registry = actors::make_registry(sys, ioc, fleet, {}, actors::worker_proxy_config{}, {}, "a");
+  prefix_fixture() {
     actors::policy_config cfg;
     cfg.prefix_block_bytes = 16;
     for (auto& w : workers.entries) {
@@ -75,47 +38,14 @@ struct fixture : test::actor_system_fixture {
     run();
   }
 
-  ~fixture() {
-    caf::anon_send(node.node, stop_atom_v);
-    caf::anon_send(registry, stop_atom_v);
-    run();
-  }
-
   void start(std::size_t budget = 256 * 1024) {
-    node_config c;
-    c.name = "a";
-    c.api_address = "10.0.0.1:30000";
-    c.cluster_address = "10.0.0.1:7000";
-    c.networked = true;
+    auto c = settings();
+    c.max_message_bytes = 8u * 1024 * 1024;
     c.prefix_block_bytes = 16;
     c.prefix_max_bytes_per_tick = budget;
-    node_deps deps{registry, view, nullptr, {}, std::make_shared<refusal_counts>()};
+    node_deps deps{registry, view, nullptr, dialer, refusals, {}, {}, {}};
     deps.prefix_policies = {{"regular", policy}};
-    node = make_node(sys, std::move(c), std::move(deps));
-    run();
-  }
-
-  fake_peer peer() {
-    fake_peer p;
-    p.got = std::make_shared<inbox>();
-    auto got = p.got;
-    p.actor = keep(sys.spawn([got](peer_actor::pointer) -> peer_actor::behavior_type {
-      return {[got](gossip_atom, std::string& bytes) {
-        got->raw.push_back(bytes);
-        std::string why;
-        if (auto m = protocol::decode_message(bytes, why)) {
-          got->messages.push_back(std::move(*m));
-        }
-      }};
-    }));
-    return p;
-  }
-
-  void say(const fake_peer& p, const std::string& from, cluster_message m) {
-    m.from = from;
-    m.incarnation = 42;
-    caf::send_as(p.actor, node.endpoint, gossip_atom_v, protocol::encode(m));
-    run();
+    fixture::start(std::move(c), std::move(deps));
   }
 
   /// A member that keeps a view of `block_bytes` (0: none, as an older node).
@@ -160,15 +90,15 @@ std::vector<std::uint64_t> chain_of(const std::string& text) {
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "a pick's prefix blocks reach the members keeping a view: hashes, "
-                          "never the prompt") {
+TEST_CASE_METHOD(prefix_fixture, "a pick's prefix blocks reach the members keeping a view: hashes, "
+                                 "never the prompt") {
   start();
   auto b = member("b", 16);
   auto old = member("old", 0);
   auto other = member("other", 32);
   auto w = pick(secret_prompt);
   tick();
-  auto got = b.got->prefixes();
+  auto got = prefixes(b);
   REQUIRE(got.size() == 1);
   CHECK(got[0].block_bytes == 16);
   REQUIRE(got[0].workers.size() == 1);
@@ -182,11 +112,11 @@ TEST_CASE_METHOD(fixture, "a pick's prefix blocks reach the members keeping a vi
     CHECK(bytes.find(std::string(16, 'S')) == std::string::npos);
   }
   // Nodes without a view (older ones) and of another block size are sent none.
-  CHECK(old.got->prefixes().empty());
-  CHECK(other.got->prefixes().empty());
+  CHECK(prefixes(old).empty());
+  CHECK(prefixes(other).empty());
   // Nothing new, nothing sent.
   tick();
-  CHECK(b.got->prefixes().size() == 1);
+  CHECK(prefixes(b).size() == 1);
   auto st = prefix_status();
   CHECK(st["updates_sent"] == 1);
   CHECK(st["hashes_sent"] == c.size());
@@ -194,14 +124,14 @@ TEST_CASE_METHOD(fixture, "a pick's prefix blocks reach the members keeping a vi
   CHECK(st["views"]["regular"]["blocks"] == c.size());
 }
 
-TEST_CASE_METHOD(fixture, "a pick placing a new prefix reaches the members at once; its "
-                          "refreshes wait for the tick") {
+TEST_CASE_METHOD(prefix_fixture, "a pick placing a new prefix reaches the members at once; its "
+                                 "refreshes wait for the tick") {
   start();
   tick(); // the node's first tick is behind it
   auto b = member("b", 16);
   auto blocks = chain_of(secret_prompt).size();
   auto w = pick(secret_prompt); // no tick: only what the pick set off runs
-  auto got = b.got->prefixes();
+  auto got = prefixes(b);
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].workers.size() == 1);
   CHECK(got[0].workers[0].worker == w);
@@ -209,35 +139,36 @@ TEST_CASE_METHOD(fixture, "a pick placing a new prefix reaches the members at on
   CHECK(prefix_status()["fresh_drains"] == 1);
   // The same prompt again: nothing new for that worker, nothing sent at once.
   CHECK(pick(secret_prompt) == w);
-  CHECK(b.got->prefixes().size() == 1);
+  CHECK(prefixes(b).size() == 1);
   tick(); // its blocks went out this tick already
-  CHECK(b.got->prefixes().size() == 1);
+  CHECK(prefixes(b).size() == 1);
   CHECK(pick(secret_prompt) == w);
-  CHECK(b.got->prefixes().size() == 1);
+  CHECK(prefixes(b).size() == 1);
   tick(); // the refresh, with the tick
-  got = b.got->prefixes();
+  got = prefixes(b);
   REQUIRE(got.size() == 2);
   CHECK(got[1].workers[0].hashes.size() == blocks);
   CHECK(prefix_status()["fresh_drains"] == 1);
 }
 
-TEST_CASE_METHOD(fixture, "with no member keeping a view, a new prefix waits for the tick") {
+TEST_CASE_METHOD(prefix_fixture, "with no member keeping a view, a new prefix waits for the tick") {
   start();
   auto old = member("old", 0);
   pick(secret_prompt);
   auto st = prefix_status();
   CHECK(st["fresh_drains"] == 0);
   CHECK(st["fresh_deferred"] == 1);
-  CHECK(old.got->prefixes().empty());
+  CHECK(prefixes(old).empty());
 }
 
-TEST_CASE_METHOD(fixture, "a member's update steers this node's picks to the worker it named") {
+TEST_CASE_METHOD(prefix_fixture,
+                 "a member's update steers this node's picks to the worker it named") {
   start();
   auto b = member("b", 16);
   // Without the update this node would pick by its own "most room" rank; name a worker that
   // rank does not put first.
   auto local_choice = [&] {
-    fixture other;
+    prefix_fixture other;
     return other.pick(secret_prompt);
   }();
   auto target = local_choice == "w2" ? std::string{"w1"} : std::string{"w2"};
@@ -269,7 +200,8 @@ TEST_CASE_METHOD(fixture, "a member's update steers this node's picks to the wor
   }
 }
 
-TEST_CASE_METHOD(fixture, "a tick sends at most its byte budget; what does not fit is counted") {
+TEST_CASE_METHOD(prefix_fixture,
+                 "a tick sends at most its byte budget; what does not fit is counted") {
   start(1024);
   auto b = member("b", 16);
   // Each a new prefix: the first few go out at once, until the budget left is below a

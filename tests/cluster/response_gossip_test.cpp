@@ -1,98 +1,36 @@
 // The shared Responses affinity between cluster nodes (cluster/response_gossip.cpp) on the
 // deterministic scheduler: one node, fake peers recording what they receive.
 
-#include "cluster/node.hpp"
-#include "tests/fakes/actor_system.hpp"
+#include "tests/cluster/node_fixture.hpp"
 #include "tests/fakes/fake_fleet.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <caf/typed_event_based_actor.hpp>
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
-using namespace troupe;
-using namespace troupe::cluster;
-using namespace std::chrono_literals;
-using protocol::cluster_message;
-using json = nlohmann::json;
+using namespace troupe::test::cluster_node;
 
 namespace {
 
 using id_pairs = std::vector<std::pair<std::string, std::string>>;
 
-struct inbox {
-  std::vector<cluster_message> messages;
-
-  id_pairs responses() const {
-    id_pairs out;
-    for (auto& m : messages) {
-      if (auto* u = std::get_if<protocol::response_update>(&m.body)) {
-        out.insert(out.end(), u->responses.begin(), u->responses.end());
-      }
-    }
-    return out;
+/// The (response id, worker) pairs of the response updates `p` received, in order.
+id_pairs responses(const fake_peer& p) {
+  id_pairs out;
+  for (auto& u : p.got->of<protocol::response_update>()) {
+    out.insert(out.end(), u.responses.begin(), u.responses.end());
   }
-};
-
-struct fake_peer {
-  peer_actor actor;
-  std::shared_ptr<inbox> got;
-};
+  return out;
+}
 
 /// Node "a" serving workers w0..w2, its Responses affinity shared.
-struct fixture : test::actor_system_fixture {
-  boost::asio::io_context ioc; // never run
-  std::shared_ptr<actors::fleet_view> fleet = std::make_shared<actors::fleet_view>();
-  std::shared_ptr<services::cluster_view> view = std::make_shared<services::cluster_view>();
+struct response_fixture : fixture {
   std::shared_ptr<services::response_affinity> affinity =
       std::make_shared<services::response_affinity>(100);
-  actors::registry_actor registry;
   test::fake_fleet workers{3};
-  node_handles node;
-  int next_node = 1;
 
-  fixture() {
-    registry = actors::make_registry(sys, ioc, fleet, {}, actors::worker_proxy_config{}, {}, "a");
+  response_fixture() {
     affinity->share_with_peers(100);
-    node_config c;
-    c.name = "a";
-    c.api_address = "10.0.0.1:30000";
-    c.cluster_address = "10.0.0.1:7000";
-    c.networked = true;
-    node_deps deps{registry, view, nullptr, {}, std::make_shared<refusal_counts>(),
-                   {},       {},   affinity};
-    node = make_node(sys, std::move(c), std::move(deps));
-    run();
+    node_deps deps{registry, view, nullptr, dialer, refusals, {}, {}, affinity};
+    start(settings(), std::move(deps));
     caf::anon_send(node.node, publish_atom_v,
                    actors::fleet_ptr{std::make_shared<actors::fleet_snapshot>(workers.snapshot())});
-    run();
-  }
-
-  ~fixture() {
-    caf::anon_send(node.node, stop_atom_v);
-    caf::anon_send(registry, stop_atom_v);
-    run();
-  }
-
-  fake_peer peer() {
-    fake_peer p;
-    p.got = std::make_shared<inbox>();
-    auto got = p.got;
-    p.actor = keep(sys.spawn([got](peer_actor::pointer) -> peer_actor::behavior_type {
-      return {[got](gossip_atom, std::string& bytes) {
-        std::string why;
-        if (auto m = protocol::decode_message(bytes, why)) {
-          got->messages.push_back(std::move(*m));
-        }
-      }};
-    }));
-    return p;
-  }
-
-  void say(const fake_peer& p, const std::string& from, cluster_message m) {
-    m.from = from;
-    m.incarnation = 42;
-    caf::send_as(p.actor, node.endpoint, gossip_atom_v, protocol::encode(m));
     run();
   }
 
@@ -117,16 +55,16 @@ struct fixture : test::actor_system_fixture {
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "ids this node learns reach the members that read them, once") {
+TEST_CASE_METHOD(response_fixture, "ids this node learns reach the members that read them, once") {
   auto b = member("b", true);
   auto old = member("old", false);
   affinity->remember("resp_1", "w0");
   affinity->remember("resp_2", "w2");
   tick();
-  CHECK(b.got->responses() == id_pairs{{"resp_1", "w0"}, {"resp_2", "w2"}});
-  CHECK(old.got->responses().empty());
+  CHECK(responses(b) == id_pairs{{"resp_1", "w0"}, {"resp_2", "w2"}});
+  CHECK(responses(old).empty());
   tick(); // nothing new, nothing sent
-  CHECK(b.got->responses().size() == 2);
+  CHECK(responses(b).size() == 2);
   auto st = status();
   CHECK(st["ids_sent"] == 2);
   CHECK(st["updates_sent"] == 1);
@@ -141,29 +79,38 @@ TEST_CASE_METHOD(fixture, "ids this node learns reach the members that read them
   CHECK(says);
 }
 
-TEST_CASE_METHOD(fixture, "ids from a member are remembered for the workers this node serves, "
-                          "and never sent on") {
+TEST_CASE_METHOD(response_fixture,
+                 "ids from a member are remembered for the workers this node serves, "
+                 "and never sent on") {
   auto b = member("b", true);
   auto c = member("c", true);
   cluster_message m;
-  m.body = protocol::response_update{{{"resp_b", "w1"}, {"resp_elsewhere", "w-not-here"}}};
+  m.body = protocol::response_update{{{"resp_b", "w1"}, {"resp_elsewhere", "w-not-here"}}, false};
   say(b, "b", std::move(m));
   CHECK(affinity->worker_of("resp_b") == "w1");
   CHECK_FALSE(affinity->worker_of("resp_elsewhere"));
   tick();
-  CHECK(c.got->responses().empty()); // no echo: b told every member itself
-  CHECK(b.got->responses().empty());
+  CHECK(responses(c).empty()); // no echo: b told every member itself
+  CHECK(responses(b).empty());
   auto st = status();
   CHECK(st["ids_received"] == 1);
   CHECK(st["unknown_worker"] == 1);
   CHECK(st["from_peers"] == 1);
 }
 
-TEST_CASE_METHOD(fixture, "ids wait in the outbox while no member reads them") {
+TEST_CASE_METHOD(response_fixture, "ids learned while no member reads them reach a later "
+                                   "member in its snapshot, once") {
   affinity->remember("resp_1", "w0");
   tick();
-  CHECK(status()["outbox"] == 1);
+  CHECK(status()["outbox"] == 0);
+  CHECK(status()["left_for_snapshots"] == 1);
   auto b = member("b", true);
   tick();
-  CHECK(b.got->responses() == id_pairs{{"resp_1", "w0"}});
+  CHECK(responses(b).empty());
+  load(b, "b", 1, {}, 0); // its registry is ours (the fake fleet's digest)
+  tick();
+  auto got = received<protocol::response_update>(b);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].snapshot);
+  CHECK(responses(b) == id_pairs{{"resp_1", "w0"}});
 }

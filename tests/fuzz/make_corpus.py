@@ -123,6 +123,8 @@ def mp(v):
         return b"\xd3" + struct.pack(">q", v)
     if isinstance(v, float):
         return b"\xcb" + struct.pack(">d", v)
+    if isinstance(v, bytes):
+        return b"\xc4" + bytes([len(v)]) + v
     if isinstance(v, str):
         s = v.encode()
         return (bytes([0xa0 | len(s)]) if len(s) < 32 else b"\xd9" + bytes([len(s)])) + s
@@ -159,6 +161,13 @@ MSGPACK = [
     # the shared Responses affinity (tests/protocol/response_wire_test.cpp)
     envelope("responses", {"r": {"resp_68a1b2c3d4": "w-1a2b3c4d", "resp_x": "w-2"}}),
     envelope("responses", {"r": {}}),
+    # a snapshot for a member linked anew, and prefix updates naming their policy's role
+    # (tests/cluster/join_snapshot_test.cpp, tests/protocol/prefix_wire_test.cpp)
+    envelope("responses", {"snap": True, "r": {"resp_68a1b2c3d4": "w-1a2b3c4d"}}),
+    envelope("prefix", {"bb": 128, "role": "prefill", "w": [{"id": "w-1a2b3c4d",
+                                                             "h": b"\x01" * 16}]}),
+    envelope("prefix", {"bb": 128, "role": "regular", "snap": True,
+                        "w": [{"id": "w-2", "h": b"\x02" * 8}]}),
     # a later version's additive change (cluster_wire_test.cpp)
     mp({"v": 2, "compat": 1, "from": "node-b:30000", "inc": 9, "zone": "eu-west-1", "sent": 5,
         "kind": "sync", "body": {"full": False, "priority": [1, None],

@@ -73,3 +73,18 @@ TEST_CASE("a long list of response ids is split into messages within the cap") {
   }
   CHECK(joined == all);
 }
+
+TEST_CASE("a response update says it is a snapshot only when it is one") {
+  response_update u{{{"resp_1", "w-1"}}, false};
+  auto plain = encode(with(u));
+  CHECK(plain.find("snap") == std::string::npos); // what older readers never see
+  u.snapshot = true;
+  std::string why;
+  auto back = decode_message(encode(with(u)), why);
+  REQUIRE(back);
+  CHECK(std::get<response_update>(back->body).snapshot);
+  CHECK(std::get<response_update>(back->body).responses == u.responses);
+  auto old = decode_message(plain, why);
+  REQUIRE(old);
+  CHECK_FALSE(std::get<response_update>(old->body).snapshot);
+}

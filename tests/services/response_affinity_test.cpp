@@ -87,3 +87,23 @@ TEST_CASE("remembered ids expire after the ttl") {
   CHECK(a.size() == 2);
   CHECK(a.stats().expired == 2);
 }
+
+TEST_CASE("a snapshot holds the newest ids known, own and peers', oldest first, none expired") {
+  auto now = response_affinity::clock::time_point{} + std::chrono::hours{1};
+  response_affinity a{3, std::chrono::seconds{10}};
+  a.set_clock([&] { return now; });
+  a.share_with_peers(10);
+  a.remember("r1", "w1");
+  now += std::chrono::seconds{6};
+  a.remember_remote("r2", "w2");
+  a.remember("r3", "w3");
+  using pairs = std::vector<std::pair<std::string, std::string>>;
+  CHECK(a.snapshot(10) == pairs{{"r1", "w1"}, {"r2", "w2"}, {"r3", "w3"}});
+  CHECK(a.snapshot(2) == pairs{{"r2", "w2"}, {"r3", "w3"}});
+  now += std::chrono::seconds{5};
+  a.remember("r4", "w4"); // beyond the capacity: r1 forgotten
+  CHECK(a.snapshot(10) == pairs{{"r2", "w2"}, {"r3", "w3"}, {"r4", "w4"}});
+  now += std::chrono::seconds{5};
+  CHECK(a.snapshot(10) == pairs{{"r4", "w4"}}); // r2 and r3 are 10 s old
+  CHECK(a.stats().queued == 3);                 // the outbox is left as it was (r1, r3, r4)
+}
