@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
-from harness import ROOT, ProcessTestCase, free_port, get  # noqa: E402
+from harness import ROOT, ProcessTestCase, free_port, get, post  # noqa: E402
 
 PROBE_BIN = os.environ.get("CLUSTER_PROBE_BIN",
                            os.path.join(ROOT, "build", "tests", "cluster", "cluster_probe"))
@@ -119,6 +119,23 @@ def start_with_encrypted_key(test, node, peers, certs):
                                "--cluster-tls-ca", certs.ca(), port=node.port)
     finally:
         del os.environ["TROUPE_CLUSTER_TLS_KEY_PASSPHRASE"]
+
+
+def create_responses(test, node, sims, count, model="sim-model"):
+    """Creates `count` responses ("story 0", "story 1", ...) through `node`: {response id: the
+    simulator that got its POST /v1/responses (and so stores it)}."""
+    created = {}
+    for i in range(count):
+        r = post(node.url + "/v1/responses",
+                 {"model": model, "input": f"story {i}", "max_output_tokens": 3})
+        test.assertEqual(r.status, 200, r)
+        rid = r.json()["id"]
+        owner = [s for s in sims if any(q["method"] == "POST" and q["path"] == "/v1/responses"
+                                        and (q.get("json") or {}).get("input") == f"story {i}"
+                                        for q in s.requests())]
+        test.assertEqual(len(owner), 1, rid)
+        created[rid] = owner[0]
+    return created
 
 
 def cluster_view(node):

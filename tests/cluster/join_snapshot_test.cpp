@@ -2,9 +2,7 @@
 // scheduler: node "a" with a cache_aware policy (16-byte blocks) and a Responses affinity over
 // workers w0..w2, fake peers recording what they receive.
 
-#include "actors/policies/prefix_blocks.hpp"
-#include "tests/cluster/node_fixture.hpp"
-#include "tests/fakes/fake_fleet.hpp"
+#include "tests/cluster/cache_aware_fixture.hpp"
 
 #include <algorithm>
 
@@ -17,33 +15,11 @@ using id_pairs = std::vector<std::pair<std::string, std::string>>;
 const std::string prompt =
     "[{\"role\":\"system\",\"content\":\"" + std::string(100, 'S') + " shared system prompt\"}]";
 
-std::vector<std::uint64_t> chain_of(const std::string& text) {
-  std::vector<std::uint64_t> c;
-  actors::prefix_block_hashes(text, 16, c);
-  return c;
-}
-
-struct snapshot_fixture : fixture {
+struct snapshot_fixture : cache_aware_fixture {
   std::shared_ptr<services::response_affinity> affinity =
       std::make_shared<services::response_affinity>(1000);
-  actors::policy_actor policy;
-  test::fake_fleet workers{3};
-  std::shared_ptr<actors::fleet_snapshot> snap;
-  static constexpr std::uint64_t digest = 777;
 
-  snapshot_fixture() {
-    affinity->share_with_peers(1000);
-    for (auto& w : workers.entries) {
-      w->models = {"m"}; // a worker serving nothing is never picked
-    }
-    actors::policy_config cfg;
-    cfg.prefix_block_bytes = 16;
-    policy = keep(actors::make_policy(sys, "cache_aware", protocol::worker_type::regular, cfg));
-    snap = std::make_shared<actors::fleet_snapshot>(workers.snapshot());
-    snap->digest = digest;
-    caf::anon_send(policy, publish_atom_v, actors::fleet_ptr{snap});
-    run();
-  }
+  snapshot_fixture() { affinity->share_with_peers(1000); }
 
   node_config snapshot_settings() {
     auto c = settings();
@@ -85,17 +61,6 @@ struct snapshot_fixture : fixture {
     say(p, name, std::move(m), inc);
   }
 
-  std::string pick(const std::string& text) {
-    auto owned = std::make_shared<std::string>(text); // the policy reads it in place
-    actors::selection sel;
-    sel.prompt.owner = owned;
-    sel.prompt.parts = {*owned, {}};
-    auto w = ask<actors::worker_entry_ptr>(policy, select_atom_v, sel);
-    return w ? (*w)->id : "error";
-  }
-
-  void tick() { advance(100ms); }
-
   /// The (response id, worker) pairs of the snapshots `p` received, in order.
   id_pairs snapshot_ids(const fake_peer& p) {
     id_pairs out;
@@ -116,10 +81,7 @@ struct snapshot_fixture : fixture {
 
   json status() { return inspect()["join_snapshots"]; }
 
-  json policy_view() {
-    auto s = ask<std::string>(policy, inspect_atom_v);
-    return s ? json::parse(*s)["state"]["shared_view"] : json{};
-  }
+  json policy_view() { return inspect_policy()["shared_view"]; }
 
   std::uint64_t seq = 0;
 };

@@ -2,9 +2,7 @@
 // scheduler: one node with a real cache_aware policy, fake peers recording the raw bytes they
 // receive.
 
-#include "actors/policies/prefix_blocks.hpp"
-#include "tests/cluster/node_fixture.hpp"
-#include "tests/fakes/fake_fleet.hpp"
+#include "tests/cluster/cache_aware_fixture.hpp"
 
 #include <algorithm>
 
@@ -22,21 +20,7 @@ const std::string secret_prompt =
 
 /// Node "a" with a cache_aware policy keeping a shared view of 16-byte blocks over workers
 /// w0..w2, and peers that dial nothing (they say hello to the node's endpoint).
-struct prefix_fixture : fixture {
-  actors::policy_actor policy;
-  test::fake_fleet workers{3};
-
-  prefix_fixture() {
-    actors::policy_config cfg;
-    cfg.prefix_block_bytes = 16;
-    for (auto& w : workers.entries) {
-      w->models = {"m"}; // a worker serving nothing is never picked
-    }
-    policy = keep(actors::make_policy(sys, "cache_aware", protocol::worker_type::regular, cfg));
-    caf::anon_send(policy, publish_atom_v,
-                   actors::fleet_ptr{std::make_shared<actors::fleet_snapshot>(workers.snapshot())});
-    run();
-  }
+struct prefix_fixture : cache_aware_fixture {
 
   void start(std::size_t budget = 256 * 1024) {
     auto c = settings();
@@ -59,34 +43,11 @@ struct prefix_fixture : fixture {
     return p;
   }
 
-  std::string pick(const std::string& text) {
-    // The prompt must outlive the selection: the policy reads it in place.
-    auto owned = std::make_shared<std::string>(text);
-    actors::selection sel;
-    sel.prompt.owner = owned;
-    sel.prompt.parts = {*owned, {}};
-    auto w = ask<actors::worker_entry_ptr>(policy, select_atom_v, sel);
-    return w ? (*w)->id : "error";
-  }
-
-  void tick() { advance(100ms); }
-
-  json inspect_policy() {
-    auto s = ask<std::string>(policy, inspect_atom_v);
-    return s ? json::parse(*s)["state"] : json{};
-  }
-
   json prefix_status() {
     auto s = ask<std::string>(node.node, inspect_atom_v);
     return s ? json::parse(*s)["prefix_view"] : json{};
   }
 };
-
-std::vector<std::uint64_t> chain_of(const std::string& text) {
-  std::vector<std::uint64_t> c;
-  actors::prefix_block_hashes(text, 16, c);
-  return c;
-}
 
 } // namespace
 

@@ -16,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
-from cluster_support import Node, cluster_actor  # noqa: E402
+from cluster_support import Node, cluster_actor, create_responses  # noqa: E402
 from harness import (Gateway, ProcessTestCase, delete, free_port, get, post,  # noqa: E402
                      wait_until)
 
@@ -226,17 +226,7 @@ class ClusterTest(ProcessTestCase):
         # `GET /v1/responses/{id}` search of the workers.
         a, b, c = self.nodes
         sims = self.cluster_with_two_sims_on(a)
-        created = {}  # response id -> the simulator that created it
-        for i in range(2):  # round robin: one on each worker
-            r = post(a.url + "/v1/responses",
-                     {"model": "sim-model", "input": f"story {i}", "max_output_tokens": 3})
-            self.assertEqual(r.status, 200, r)
-            rid = r.json()["id"]
-            owner = [s for s in sims if any(q["method"] == "POST" and q["path"] == "/v1/responses"
-                                            and (q.get("json") or {}).get("input") == f"story {i}"
-                                            for q in s.requests())]
-            self.assertEqual(len(owner), 1, rid)
-            created[rid] = owner[0]
+        created = create_responses(self, a, sims, 2)  # round robin: one on each worker
         self.assertEqual(len(set(created.values())), 2)  # one on each simulator
         for n in (b, c):
             wait_until(lambda: cluster_actor(n)["response_affinity"]["ids_received"] >= 2, 5,

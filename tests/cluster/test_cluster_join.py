@@ -13,7 +13,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
-from cluster_support import Node, cluster_actor, cluster_flags, metric  # noqa: E402
+from cluster_support import (Node, cluster_actor, cluster_flags, create_responses,  # noqa: E402
+                             metric)
 from harness import ProcessTestCase, get, post, wait_until  # noqa: E402
 
 MODEL = "sim-model"
@@ -54,17 +55,7 @@ class LateJoinTest(ProcessTestCase):
         self.routable(a, 2)
 
         # node-a alone: responses created, prompts placed (nobody to tell yet).
-        created = {}  # response id -> the simulator storing it
-        for i in range(8):
-            r = post(a.url + "/v1/responses",
-                     {"model": MODEL, "input": f"story {i}", "max_output_tokens": 3})
-            self.assertEqual(r.status, 200, r)
-            rid = r.json()["id"]
-            owner = [s for s in sims if any(q["method"] == "POST" and q["path"] == "/v1/responses"
-                                            and (q.get("json") or {}).get("input") == f"story {i}"
-                                            for q in s.requests())]
-            self.assertEqual(len(owner), 1, rid)
-            created[rid] = owner[0]
+        created = create_responses(self, a, sims, 8, MODEL)  # response id -> its simulator
         prompts = system_prompts(6)
         placed = {}  # system prompt -> the simulator it went to
         for p in prompts:
