@@ -138,6 +138,18 @@ def create_responses(test, node, sims, count, model="sim-model"):
     return created
 
 
+def response_probes(requests):
+    """The paths of the `GET /v1/responses...` searches among a simulator's requests."""
+    return [q["path"] for q in requests
+            if q["method"] == "GET" and q["path"].startswith("/v1/responses")]
+
+
+def previous_response_ids(requests):
+    """The `previous_response_id` of each POST /v1/responses among a simulator's requests."""
+    return [(q.get("json") or {}).get("previous_response_id") for q in requests
+            if q["method"] == "POST" and q["path"] == "/v1/responses"]
+
+
 def cluster_view(node):
     return get(node.url + "/admin/cluster", timeout=2).json()
 

@@ -16,7 +16,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
-from cluster_support import Node, cluster_actor, create_responses  # noqa: E402
+from cluster_support import (Node, cluster_actor, create_responses,  # noqa: E402
+                             previous_response_ids, response_probes)
 from harness import (Gateway, ProcessTestCase, delete, free_port, get, post,  # noqa: E402
                      wait_until)
 
@@ -243,11 +244,8 @@ class ClusterTest(ProcessTestCase):
                     self.assertEqual(r.status, 200, (n.name, r))
         for s in sims:
             got = s.requests()
-            probes = [q["path"] for q in got
-                      if q["method"] == "GET" and q["path"].startswith("/v1/responses")]
-            self.assertEqual(probes, [], s.url)
-            follow_ups = [(q.get("json") or {}).get("previous_response_id") for q in got
-                          if q["method"] == "POST" and q["path"] == "/v1/responses"]
+            self.assertEqual(response_probes(got), [], s.url)
+            follow_ups = previous_response_ids(got)
             mine = [rid for rid, owner in created.items() if owner is s]
             self.assertEqual(follow_ups, mine * 2 + mine * 2, s.url)  # via node-b, then node-c
 

@@ -14,7 +14,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
 from cluster_support import (Node, cluster_actor, cluster_flags, create_responses,  # noqa: E402
-                             metric)
+                             metric, previous_response_ids, response_probes)
 from harness import ProcessTestCase, get, post, wait_until  # noqa: E402
 
 MODEL = "sim-model"
@@ -97,11 +97,8 @@ class LateJoinTest(ProcessTestCase):
             self.assertEqual(r.status, 200, r)
         for s in sims:
             got = s.requests()
-            probes = [q["path"] for q in got
-                      if q["method"] == "GET" and q["path"].startswith("/v1/responses")]
-            self.assertEqual(probes, [], s.url)
-            follow_ups = [(q.get("json") or {}).get("previous_response_id") for q in got
-                          if q["method"] == "POST" and q["path"] == "/v1/responses"]
+            self.assertEqual(response_probes(got), [], s.url)
+            follow_ups = previous_response_ids(got)
             self.assertEqual(sorted(follow_ups),
                              sorted(rid for rid, owner in created.items() if owner is s), s.url)
             chats = [system_of(q) for q in got if q["path"] == "/v1/chat/completions"]
