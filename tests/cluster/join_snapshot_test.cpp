@@ -43,14 +43,13 @@ struct snapshot_fixture : cache_aware_fixture {
   /// `block_bytes` (0: none).
   fake_peer joiner(const std::string& name, bool reads = true, std::uint32_t block_bytes = 16,
                    std::uint64_t inc = 42) {
-    auto p = peer();
-    cluster_message m;
-    protocol::cluster_hello h{"api:" + name, "10.0.0.9:" + std::to_string(7000 + next_node), {}};
-    h.responses = reads;
-    h.prefix_block_bytes = block_bytes;
-    m.body = h;
-    say(p, name, std::move(m), inc);
-    return p;
+    return greeted_peer(
+        name,
+        [&](auto& h) {
+          h.responses = reads;
+          h.prefix_block_bytes = block_bytes;
+        },
+        inc);
   }
 
   /// `p`'s load report saying its registry digest is `d` (ours: in sync).

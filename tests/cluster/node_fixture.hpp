@@ -203,6 +203,19 @@ struct fixture : test::actor_system_fixture {
     say(p, from, std::move(m), inc);
   }
 
+  /// A new peer that says hello as `name` (incarnation `inc`), its hello first given by `shape`
+  /// the fields saying what it reads (e.g. `[](auto& h) { h.responses = true; }`).
+  template <class Shape>
+  fake_peer greeted_peer(const std::string& name, Shape shape, std::uint64_t inc = 42) {
+    auto p = peer();
+    protocol::cluster_hello h{"api:" + name, "10.0.0.9:" + std::to_string(7000 + next_node), {}};
+    shape(h);
+    cluster_message m;
+    m.body = std::move(h);
+    say(p, name, std::move(m), inc);
+    return p;
+  }
+
   /// The messages of kind `T` that `p` received.
   template <class T> std::vector<T> received(const fake_peer& p) const {
     return p.got->template of<T>();

@@ -34,13 +34,7 @@ struct prefix_fixture : cache_aware_fixture {
 
   /// A member that keeps a view of `block_bytes` (0: none, as an older node).
   fake_peer member(const std::string& name, std::uint32_t block_bytes) {
-    auto p = peer();
-    cluster_message m;
-    protocol::cluster_hello h{"api:" + name, "10.0.0.9:" + std::to_string(7000 + next_node++), {}};
-    h.prefix_block_bytes = block_bytes;
-    m.body = h;
-    say(p, name, std::move(m));
-    return p;
+    return greeted_peer(name, [block_bytes](auto& h) { h.prefix_block_bytes = block_bytes; });
   }
 
   json prefix_status() {

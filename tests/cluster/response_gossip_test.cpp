@@ -36,13 +36,7 @@ struct response_fixture : fixture {
 
   /// A member whose hello says it reads response updates (`reads`), or an older one.
   fake_peer member(const std::string& name, bool reads) {
-    auto p = peer();
-    cluster_message m;
-    protocol::cluster_hello h{"api:" + name, "10.0.0.9:" + std::to_string(7000 + next_node++), {}};
-    h.responses = reads;
-    m.body = h;
-    say(p, name, std::move(m));
-    return p;
+    return greeted_peer(name, [reads](auto& h) { h.responses = reads; });
   }
 
   void tick() { advance(100ms); }
