@@ -32,21 +32,78 @@ def _ephemeral_start():
 
 
 _PORTS = random.Random()
+# Ports handed out by free_port() to any test process on this machine: a file per port, named by
+# the port and holding the claiming process's pid. CTest runs tests in parallel, and a test that
+# picks several ports before its processes bind them (a cluster mesh) could otherwise be handed
+# one port twice, or the same port another test was just handed: a bind check alone cannot see
+# a port that is promised but not yet bound.
+_CLAIMS = os.path.join(tempfile.gettempdir(), "troupe-test-ports")
+_MY_CLAIMS = []
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _claim(port):
+    """True when this process now holds `port`'s claim. A claim whose process is gone (a test
+    killed by CTest's timeout) is taken over."""
+    path = os.path.join(_CLAIMS, str(port))
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path) as f:
+                    owner = int(f.read().strip() or "0")
+            except (OSError, ValueError):
+                return False  # being written by its claimant right now
+            if owner == os.getpid() or _pid_alive(owner):
+                return False
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        _MY_CLAIMS.append(path)
+        return True
+    return False
+
+
+@atexit.register
+def _release_claims():
+    for path in _MY_CLAIMS:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def free_port():
-    """A TCP port nobody uses right now. Picked at random below the kernel's ephemeral range:
-    ports there are never handed out by the kernel, neither to another test's bind(0) nor as
-    the local port of an outgoing connection, either of which could take the port before the
-    process it is meant for binds it (Process.start_on still copes if that happens)."""
+    """A TCP port nobody uses right now and no other test was handed. Picked at random below
+    the kernel's ephemeral range: ports there are never handed out by the kernel, neither to
+    another test's bind(0) nor as the local port of an outgoing connection, either of which
+    could take the port before the process it is meant for binds it (Process.start_on still
+    copes if that happens). Each port is claimed machine-wide (_CLAIMS) for the life of this
+    test process, so one port is never handed out twice while it may still be in use."""
+    os.makedirs(_CLAIMS, exist_ok=True)
     top = _ephemeral_start() - 1
-    for _ in range(100):
+    for _ in range(200):
         port = _PORTS.randint(max(1024, top - 12000), top)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
+        if _claim(port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
