@@ -62,10 +62,13 @@ class BenchCase(ProcessTestCase):
         self.assertGreaterEqual(e2e, ttft + (tokens - 1) * itl - 0.5, "e2e p50")
         self.assertLessEqual(e2e, ttft * SLACK + SLACK_MS + (tokens - 1) * (itl * SLACK + SLACK_MS),
                              "e2e p50")
-        # One clock for all: a stream's end is its first token plus its gaps (and the last
-        # event's read).
+        # One clock for all: a stream's end is its first token plus its gaps, and then the read
+        # of what follows the last token (a Responses stream's closing events, [DONE]): never
+        # less, and later by no more than one step's lateness on a busy machine (a 1 ms bound
+        # failed once at load 4 on two cores: 1.29 ms).
         parts = stage["ttft_ms"]["mean"] + (tokens - 1) * stage["itl_ms"]["mean"]
-        self.assertAlmostEqual(stage["e2e_ms"]["mean"], parts, delta=1.0)
+        self.assertGreaterEqual(stage["e2e_ms"]["mean"], parts - 0.01, "e2e mean vs its parts")
+        self.assertLessEqual(stage["e2e_ms"]["mean"], parts + SLACK_MS, "e2e mean vs its parts")
         # p90 and p99 can only be above the median.
         self.assertGreaterEqual(stage["ttft_ms"]["p90"], stage["ttft_ms"]["p50"])
         self.assertGreaterEqual(stage["e2e_ms"]["p99"], stage["e2e_ms"]["p90"])
