@@ -234,7 +234,7 @@ fleet_index fleet_index::replaced(const worker_entry& old, const worker_entry& n
   return out;
 }
 
-fleet_index fleet_index::of(const std::vector<worker_entry_ptr>& workers) {
+fleet_index fleet_index::of(const worker_list& workers) {
   // One pass into groups of our own, frozen at the end: O(workers x their models).
   std::unordered_map<std::string, std::array<std::shared_ptr<candidate_group>, 3>, string_hash,
                      std::equal_to<>>
