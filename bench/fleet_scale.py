@@ -284,10 +284,10 @@ def main():
     builds = args.builds or [args.build]
     if args.register_only:
         return register_only(args, builds)
-    if len(builds) > 1 or len(args.register) > 1:
-        sys.exit("several --builds or --register modes: with --register-only only")
+    if len(args.register) > 1:
+        sys.exit("several --register modes: with --register-only only")
     args.register = args.register[0]
-    troupe_bin = os.path.join(builds[0], "apps", "troupe", "troupe")
+    args.builds = builds
     spare_count = 200 if args.churn else 0
     ports = worker_ports(max(args.workers) + spare_count)
     urls = [f"http://127.0.0.1:{p}" for p in ports]
@@ -303,49 +303,51 @@ def main():
             f.write(WRK_LUA)
 
         for rnd in range(args.rounds):
-            for policy in args.policies:
-                for w in args.workers:
-                    gw = Gateway(troupe_bin, policy, urls[:w], args.register, args.gateway_cpu,
-                                 args.log_level)
-                    try:
-                        # Warm-up: long enough that every worker has its upstream connections
-                        # open (a lap of the fleet and more); the steady state is measured.
-                        warmup = args.warmup if args.warmup is not None else 1 + w // 500
-                        run_wrk(gw.port, 64, warmup, script, args.load_cpus)
-                        row = {"round": rnd + 1, "policy": policy, "workers": w,
-                               "register": args.register, "listed_s": gw.listed_s,
-                               "routable_s": gw.routable_s, "rss_mb": gw.rss,
-                               "rss_empty_mb": gw.rss_empty}
-                        for c in args.concurrency:
-                            row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
-                                                   args.load_cpus, gw.proc.pid)
-                            if args.churn:
-                                churn = Churn(gw.port, spare_urls, args.churn)
-                                churn.start()
-                                res = run_wrk(gw.port, c, args.duration, script, args.load_cpus,
-                                              gw.proc.pid)
-                                churn.stop_flag.set()
-                                churn.join()
-                                res["churn_ops"] = churn.ops
-                                res["churn_failed"] = churn.failed
-                                row[f"c{c}_churn"] = res
-                    finally:
-                        gw.stop()
-                    results.append(row)
-                    line = f"round {rnd + 1} {policy:<15} W={w:<5} listed {gw.listed_s:6.2f} s " \
-                           f"routable {gw.routable_s:6.2f} s rss {gw.rss:6.1f} MB"
+            for policy, w, build in [(p, w, b) for p in args.policies for w in args.workers
+                                     for b in builds]:
+                troupe_bin = os.path.join(build, "apps", "troupe", "troupe")
+                gw = Gateway(troupe_bin, policy, urls[:w], args.register, args.gateway_cpu,
+                             args.log_level)
+                try:
+                    # Warm-up: long enough that every worker has its upstream connections
+                    # open (a lap of the fleet and more); the steady state is measured.
+                    warmup = args.warmup if args.warmup is not None else 1 + w // 500
+                    run_wrk(gw.port, 64, warmup, script, args.load_cpus)
+                    row = {"round": rnd + 1, "policy": policy, "workers": w, "build": build,
+                           "register": args.register, "listed_s": gw.listed_s,
+                           "routable_s": gw.routable_s, "rss_mb": gw.rss,
+                           "rss_empty_mb": gw.rss_empty}
                     for c in args.concurrency:
-                        r = row[f"c{c}"]
-                        line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
-                                f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req"
-                        if r["non2xx"] or r["socket_errors"]:
-                            line += f" ERR {r['non2xx']}+{r['socket_errors']}"
+                        row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
+                                               args.load_cpus, gw.proc.pid)
                         if args.churn:
-                            ch = row[f"c{c}_churn"]
-                            line += f" churn {ch['rps']:8.0f} p99 {ch['p99_ms']:.3f}" \
-                                    f" ({ch['churn_ops']} ops, {ch['non2xx']} non-2xx," \
-                                    f" {ch['socket_errors']} socket errors)"
-                    print(line, flush=True)
+                            churn = Churn(gw.port, spare_urls, args.churn)
+                            churn.start()
+                            res = run_wrk(gw.port, c, args.duration, script, args.load_cpus,
+                                          gw.proc.pid)
+                            churn.stop_flag.set()
+                            churn.join()
+                            res["churn_ops"] = churn.ops
+                            res["churn_failed"] = churn.failed
+                            row[f"c{c}_churn"] = res
+                finally:
+                    gw.stop()
+                results.append(row)
+                tag = f" [{build}]" if len(builds) > 1 else ""
+                line = f"round {rnd + 1} {policy:<15} W={w:<5}{tag} listed {gw.listed_s:6.2f} s " \
+                       f"routable {gw.routable_s:6.2f} s rss {gw.rss:6.1f} MB"
+                for c in args.concurrency:
+                    r = row[f"c{c}"]
+                    line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
+                            f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req"
+                    if r["non2xx"] or r["socket_errors"]:
+                        line += f" ERR {r['non2xx']}+{r['socket_errors']}"
+                    if args.churn:
+                        ch = row[f"c{c}_churn"]
+                        line += f" churn {ch['rps']:8.0f} p99 {ch['p99_ms']:.3f}" \
+                                f" ({ch['churn_ops']} ops, {ch['non2xx']} non-2xx," \
+                                f" {ch['socket_errors']} socket errors)"
+                print(line, flush=True)
 
         print_summary(args, results)
         if args.json:
@@ -420,10 +422,14 @@ def print_summary(args, results):
         if args.churn:
             head += f" {'churn p99':>9} {'p99 x':>6} {'fail':>5}"
     print(head)
-    for policy in args.policies:
-        base = {r["round"]: r for r in results if r["policy"] == policy and r["workers"] == smallest}
+    for policy, build in [(p, b) for p in args.policies for b in args.builds]:
+        if len(args.builds) > 1:
+            print(f"{policy} [{build}]:")
+        base = {r["round"]: r for r in results if r["policy"] == policy and r["workers"] == smallest
+                and r["build"] == build}
         for w in args.workers:
-            rows = [r for r in results if r["policy"] == policy and r["workers"] == w]
+            rows = [r for r in results if r["policy"] == policy and r["workers"] == w
+                    and r["build"] == build]
             med = lambda f: statistics.median(f(r) for r in rows)
             rss = med(lambda r: r["rss_mb"])
             base_rss = med(lambda r: r["rss_empty_mb"] if r["rss_empty_mb"] is not None
