@@ -3,6 +3,7 @@
 #include "services/metrics.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace troupe::actors {
@@ -120,15 +121,26 @@ std::size_t fleet_index::model_count() const noexcept {
 void fleet_index::edit_group(model_map& map, const std::string& model, std::size_t slot,
                              std::size_t provider, const worker_entry& w, bool add) {
   auto& groups = map[model];
-  auto g = groups[slot] ? std::make_shared<candidate_group>(*groups[slot])
-                        : std::make_shared<candidate_group>();
+  auto g = std::make_shared<candidate_group>();
+  const std::vector<const worker_entry*> none;
+  const auto& old = groups[slot] ? groups[slot]->by_provider[provider] : none;
+  for (std::size_t p = 0; groups[slot] && p < g->by_provider.size(); ++p) {
+    if (p != provider) {
+      g->by_provider[p] = groups[slot]->by_provider[p];
+    }
+  }
+  // The edited list is built in one pass at its final size: a copy of the old one and an
+  // insert would move (and at 4,000 workers reallocate) it twice.
   auto& list = g->by_provider[provider];
+  list.reserve(old.size() + (add ? 1 : 0));
   if (add) {
-    list.insert(std::upper_bound(list.begin(), list.end(), &w,
-                                 [](auto* a, auto* b) { return a->seq < b->seq; }),
-                &w);
+    auto at = std::upper_bound(old.begin(), old.end(), &w,
+                               [](auto* a, auto* b) { return a->seq < b->seq; });
+    list.insert(list.end(), old.begin(), at);
+    list.push_back(&w);
+    list.insert(list.end(), at, old.end());
   } else {
-    list.erase(std::remove(list.begin(), list.end(), &w), list.end());
+    std::remove_copy(old.begin(), old.end(), std::back_inserter(list), &w);
   }
   g->providers = 0;
   for (std::size_t p = 0; p < g->by_provider.size(); ++p) {
@@ -234,7 +246,7 @@ fleet_index fleet_index::replaced(const worker_entry& old, const worker_entry& n
   return out;
 }
 
-fleet_index fleet_index::of(const std::vector<worker_entry_ptr>& workers) {
+fleet_index fleet_index::of(const worker_list& workers) {
   // One pass into groups of our own, frozen at the end: O(workers x their models).
   std::unordered_map<std::string, std::array<std::shared_ptr<candidate_group>, 3>, string_hash,
                      std::equal_to<>>

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/worker_list.hpp"
 #include "actors/worker_live.hpp"
 #include "actors/worker_proxy.hpp"
 #include "protocol/worker.hpp"
@@ -45,8 +46,6 @@ struct worker_entry : std::enable_shared_from_this<worker_entry> {
   /// True when the worker serves `model` (or any model when `model` is empty).
   bool serves(std::string_view model) const;
 };
-
-using worker_entry_ptr = std::shared_ptr<const worker_entry>;
 
 /// The engine `w` runs: as registered, else as it reported, else SGLang.
 protocol::engine_runtime runtime_of(const worker_entry& w);
@@ -109,7 +108,7 @@ public:
   fleet_index replaced(const worker_entry& old, const worker_entry& next) const;
 
   /// The index of `workers`, built from scratch.
-  static fleet_index of(const std::vector<worker_entry_ptr>& workers);
+  static fleet_index of(const worker_list& workers);
 
   /// Models with at least one worker (the any-model group aside).
   std::size_t model_count() const noexcept;
@@ -160,8 +159,9 @@ struct fleet_change {
 
 /// An immutable view of the fleet, published by the registry on every change.
 struct fleet_snapshot {
-  std::uint64_t version = 0;             ///< Increases with every change.
-  std::vector<worker_entry_ptr> workers; ///< In registration order.
+  std::uint64_t version = 0; ///< Increases with every change.
+  /// In registration order; shared with the snapshots before it where a write did not touch it.
+  worker_list workers;
   /// Order-independent hash of the registry's records, tombstones included: nodes holding
   /// the same registrations have the same digest (see protocol::record_hash).
   std::uint64_t digest = 0;

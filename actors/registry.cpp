@@ -28,10 +28,10 @@ struct registry_state {
   std::vector<replication_listener> replicators;
   worker_proxy_config cfg;
   inspector_actor inspector;
-  std::string node;                      ///< Signs this node's writes.
-  std::vector<worker_entry_ptr> workers; ///< Live workers, registration order.
-  fleet_index index;                     ///< Candidates of `workers`, by (role, model).
-  fleet_change_log changes;              ///< Since the snapshot the listeners last heard of.
+  std::string node;         ///< Signs this node's writes.
+  worker_list workers;      ///< Live workers, registration order (so sorted by `seq`).
+  fleet_index index;        ///< Candidates of `workers`, by (role, model).
+  fleet_change_log changes; ///< Since the snapshot the listeners last heard of.
   /// `workers` by id and by url: a registration finds its worker without a scan of the fleet.
   std::unordered_map<std::string_view, const worker_entry*> by_id;
   std::unordered_multimap<std::string_view, const worker_entry*> by_url;
@@ -193,16 +193,15 @@ void sign(registry_state& st, worker_record& r) {
   r.origin = st.node;
 }
 
-using live_iterator = std::vector<worker_entry_ptr>::iterator;
-
-live_iterator find_live(registry_state& st, std::string_view id) {
+/// The position of the live worker `id` in `st.workers`, or `st.workers.size()` when none:
+/// found by its registration order, O(log W).
+std::size_t find_live(registry_state& st, std::string_view id) {
   auto known = st.by_id.find(id);
   if (known == st.by_id.end()) {
-    return st.workers.end();
+    return st.workers.size();
   }
-  // A look for a pointer: cheap next to the string compares of a scan by id.
-  return std::find_if(st.workers.begin(), st.workers.end(),
-                      [w = known->second](auto& p) { return p.get() == w; });
+  auto at = st.workers.find_seq(known->second->seq);
+  return at < st.workers.size() && st.workers[at].get() == known->second ? at : st.workers.size();
 }
 
 /// A live worker registered with `url`, or nullptr.
@@ -235,22 +234,24 @@ void append(registry_state& st, worker_entry_ptr w) {
   st.workers.push_back(std::move(w));
 }
 
-/// Puts `next` in the place of the worker at `it`.
-void replace(registry_state& st, live_iterator it, worker_entry_ptr next) {
-  st.index = st.index.replaced(**it, *next);
-  forget(st, **it);
+/// Puts `next` (of the same `seq`) in the place of the worker at `at`.
+void replace(registry_state& st, std::size_t at, worker_entry_ptr next) {
+  auto& old = *st.workers[at];
+  st.index = st.index.replaced(old, *next);
+  forget(st, old);
   remember(st, *next);
-  st.changes.removed(**it);
+  st.changes.removed(old);
   st.changes.added(*next);
-  *it = std::move(next);
+  st.workers.set(at, std::move(next));
 }
 
-/// Takes the worker at `it` out of the fleet.
-void erase(registry_state& st, live_iterator it) {
-  st.index = st.index.without(**it);
-  forget(st, **it);
-  st.changes.removed(**it);
-  st.workers.erase(it);
+/// Takes the worker at `at` out of the fleet.
+void erase(registry_state& st, std::size_t at) {
+  auto& old = *st.workers[at];
+  st.index = st.index.without(old);
+  forget(st, old);
+  st.changes.removed(old);
+  st.workers.erase(at);
 }
 
 /// Spawns the proxy of `entry` (its spec, url and live state set).
@@ -273,11 +274,12 @@ void stop_proxy(self_ptr self, const worker_entry& entry) {
 bool apply_live(self_ptr self, const worker_record& r) {
   auto& st = self->state;
   auto it = find_live(st, r.id);
+  bool live = it < st.workers.size();
   auto models =
       r.spec.model_id && r.models.empty() ? std::vector<std::string>{*r.spec.model_id} : r.models;
-  if (it != st.workers.end() && (*it)->spec == r.spec) {
+  if (live && st.workers[it]->spec == r.spec) {
     // Same worker, newer card: keep the proxy (and its health), take the models.
-    auto next = std::make_shared<worker_entry>(**it);
+    auto next = std::make_shared<worker_entry>(*st.workers[it]);
     next->models = std::move(models);
     next->version = r.version;
     next->origin = r.origin;
@@ -289,8 +291,8 @@ bool apply_live(self_ptr self, const worker_record& r) {
   auto checked = protocol::check(r.spec, why);
   if (!checked) {
     logs::registry().warn("worker {} from {}: invalid here ({}), not served", r.id, r.origin, why);
-    if (it != st.workers.end()) {
-      stop_proxy(self, **it);
+    if (live) {
+      stop_proxy(self, *st.workers[it]);
       erase(st, it);
     }
     return false;
@@ -314,10 +316,10 @@ bool apply_live(self_ptr self, const worker_record& r) {
         r.id, r.spec.url, r.origin);
   }
   start_proxy(self, *entry, std::move(*checked));
-  if (it != st.workers.end()) {
+  if (live) {
     // The spec changed (registered again elsewhere): a new proxy, at the same place.
-    stop_proxy(self, **it);
-    entry->seq = (*it)->seq;
+    stop_proxy(self, *st.workers[it]);
+    entry->seq = st.workers[it]->seq;
     replace(st, it, entry);
   } else {
     if (auto* w = find_url(st, entry->spec.url)) {
@@ -363,9 +365,10 @@ record_batch merge(self_ptr self, record_batch& batch) {
       continue;
     }
     if (r.deleted) {
-      if (auto w = find_live(st, r.id); w != st.workers.end()) {
-        stop_proxy(self, **w);
-        logs::registry().info("removed worker {} {} (by {})", r.id, (*w)->spec.url, r.origin);
+      if (auto w = find_live(st, r.id); w < st.workers.size()) {
+        stop_proxy(self, *st.workers[w]);
+        logs::registry().info("removed worker {} {} (by {})", r.id, st.workers[w]->spec.url,
+                              r.origin);
         erase(st, w);
       }
     } else {
@@ -500,17 +503,17 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
       [self](remove_atom, const std::string& id) -> caf::result<bool> {
         auto& st = self->state;
         auto it = find_live(st, id);
-        if (it == st.workers.end()) {
+        if (it == st.workers.size()) {
           return false;
         }
-        stop_proxy(self, **it);
-        logs::registry().info("removed worker {} {}", id, (*it)->spec.url);
+        stop_proxy(self, *st.workers[it]);
+        logs::registry().info("removed worker {} {}", id, st.workers[it]->spec.url);
         worker_record r;
         if (auto rec = st.records.find(id); rec != st.records.end()) {
           r = rec->second;
         } else {
           r.id = id;
-          r.spec = (*it)->spec;
+          r.spec = st.workers[it]->spec;
         }
         // A tombstone keeps the URL (a re-registration reuses the id) but no secret.
         r.deleted = true;
@@ -526,10 +529,10 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
       [self](models_atom, const std::string& id, std::vector<std::string>& models) {
         auto& st = self->state;
         auto it = find_live(st, id);
-        if (it == st.workers.end() || (*it)->models == models) {
+        if (it == st.workers.size() || st.workers[it]->models == models) {
           return;
         }
-        auto next = std::make_shared<worker_entry>(**it);
+        auto next = std::make_shared<worker_entry>(*st.workers[it]);
         next->models = std::move(models);
         auto rec = st.records.find(id);
         if (rec == st.records.end()) {

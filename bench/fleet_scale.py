@@ -15,9 +15,13 @@ what the neighbours leave of the cores, CPU per request much less.
 The gateway is pinned to --gateway-cpu, nginx and wrk to --load-cpus (taskset), as the issue's
 measurements were.
 
+With --register-only it measures registration alone (no load): time until listed and until
+routable, and RSS per worker, for each way of registering given (--register flag post) and for
+each build given (--builds build /tmp/base: before/after in one run, interleaved per round).
+
 Usage: bench/fleet_scale.py [--workers 4 500 2000 4000] [--policies round_robin ...]
            [--rounds 3] [--duration 5] [--warmup S] [--concurrency 1 64] [--register flag|post]
-           [--churn 50] [--build build] [--json out.json]
+           [--churn 50] [--build build] [--builds b1 b2] [--register-only] [--json out.json]
 Needs wrk, nginx and taskset (scripts/install-deps.sh).
 """
 
@@ -258,7 +262,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 64])
-    ap.add_argument("--register", choices=["flag", "post"], default="flag")
+    ap.add_argument("--register", choices=["flag", "post"], nargs="+", default=["flag"])
+    ap.add_argument("--register-only", action="store_true",
+                    help="measure registration time and memory only (no load)")
     ap.add_argument("--churn", type=float, default=0,
                     help="also measure while adding/removing this many workers per second")
     ap.add_argument("--warmup", type=int, default=None,
@@ -267,13 +273,21 @@ def main():
     ap.add_argument("--load-cpus", default="1")
     ap.add_argument("--log-level", default="warn")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--builds", nargs="+",
+                    help="several build directories, each measured in every round")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args()
 
     for tool in ("wrk", "taskset"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is missing: run scripts/install-deps.sh")
-    troupe_bin = os.path.join(args.build, "apps", "troupe", "troupe")
+    builds = args.builds or [args.build]
+    if args.register_only:
+        return register_only(args, builds)
+    if len(args.register) > 1:
+        sys.exit("several --register modes: with --register-only only")
+    args.register = args.register[0]
+    args.builds = builds
     spare_count = 200 if args.churn else 0
     ports = worker_ports(max(args.workers) + spare_count)
     urls = [f"http://127.0.0.1:{p}" for p in ports]
@@ -289,49 +303,51 @@ def main():
             f.write(WRK_LUA)
 
         for rnd in range(args.rounds):
-            for policy in args.policies:
-                for w in args.workers:
-                    gw = Gateway(troupe_bin, policy, urls[:w], args.register, args.gateway_cpu,
-                                 args.log_level)
-                    try:
-                        # Warm-up: long enough that every worker has its upstream connections
-                        # open (a lap of the fleet and more); the steady state is measured.
-                        warmup = args.warmup if args.warmup is not None else 1 + w // 500
-                        run_wrk(gw.port, 64, warmup, script, args.load_cpus)
-                        row = {"round": rnd + 1, "policy": policy, "workers": w,
-                               "register": args.register, "listed_s": gw.listed_s,
-                               "routable_s": gw.routable_s, "rss_mb": gw.rss,
-                               "rss_empty_mb": gw.rss_empty}
-                        for c in args.concurrency:
-                            row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
-                                                   args.load_cpus, gw.proc.pid)
-                            if args.churn:
-                                churn = Churn(gw.port, spare_urls, args.churn)
-                                churn.start()
-                                res = run_wrk(gw.port, c, args.duration, script, args.load_cpus,
-                                              gw.proc.pid)
-                                churn.stop_flag.set()
-                                churn.join()
-                                res["churn_ops"] = churn.ops
-                                res["churn_failed"] = churn.failed
-                                row[f"c{c}_churn"] = res
-                    finally:
-                        gw.stop()
-                    results.append(row)
-                    line = f"round {rnd + 1} {policy:<15} W={w:<5} listed {gw.listed_s:6.2f} s " \
-                           f"routable {gw.routable_s:6.2f} s rss {gw.rss:6.1f} MB"
+            for policy, w, build in [(p, w, b) for p in args.policies for w in args.workers
+                                     for b in builds]:
+                troupe_bin = os.path.join(build, "apps", "troupe", "troupe")
+                gw = Gateway(troupe_bin, policy, urls[:w], args.register, args.gateway_cpu,
+                             args.log_level)
+                try:
+                    # Warm-up: long enough that every worker has its upstream connections
+                    # open (a lap of the fleet and more); the steady state is measured.
+                    warmup = args.warmup if args.warmup is not None else 1 + w // 500
+                    run_wrk(gw.port, 64, warmup, script, args.load_cpus)
+                    row = {"round": rnd + 1, "policy": policy, "workers": w, "build": build,
+                           "register": args.register, "listed_s": gw.listed_s,
+                           "routable_s": gw.routable_s, "rss_mb": gw.rss,
+                           "rss_empty_mb": gw.rss_empty}
                     for c in args.concurrency:
-                        r = row[f"c{c}"]
-                        line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
-                                f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req"
-                        if r["non2xx"] or r["socket_errors"]:
-                            line += f" ERR {r['non2xx']}+{r['socket_errors']}"
+                        row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
+                                               args.load_cpus, gw.proc.pid)
                         if args.churn:
-                            ch = row[f"c{c}_churn"]
-                            line += f" churn {ch['rps']:8.0f} p99 {ch['p99_ms']:.3f}" \
-                                    f" ({ch['churn_ops']} ops, {ch['non2xx']} non-2xx," \
-                                    f" {ch['socket_errors']} socket errors)"
-                    print(line, flush=True)
+                            churn = Churn(gw.port, spare_urls, args.churn)
+                            churn.start()
+                            res = run_wrk(gw.port, c, args.duration, script, args.load_cpus,
+                                          gw.proc.pid)
+                            churn.stop_flag.set()
+                            churn.join()
+                            res["churn_ops"] = churn.ops
+                            res["churn_failed"] = churn.failed
+                            row[f"c{c}_churn"] = res
+                finally:
+                    gw.stop()
+                results.append(row)
+                tag = f" [{build}]" if len(builds) > 1 else ""
+                line = f"round {rnd + 1} {policy:<15} W={w:<5}{tag} listed {gw.listed_s:6.2f} s " \
+                       f"routable {gw.routable_s:6.2f} s rss {gw.rss:6.1f} MB"
+                for c in args.concurrency:
+                    r = row[f"c{c}"]
+                    line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
+                            f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req"
+                    if r["non2xx"] or r["socket_errors"]:
+                        line += f" ERR {r['non2xx']}+{r['socket_errors']}"
+                    if args.churn:
+                        ch = row[f"c{c}_churn"]
+                        line += f" churn {ch['rps']:8.0f} p99 {ch['p99_ms']:.3f}" \
+                                f" ({ch['churn_ops']} ops, {ch['non2xx']} non-2xx," \
+                                f" {ch['socket_errors']} socket errors)"
+                print(line, flush=True)
 
         print_summary(args, results)
         if args.json:
@@ -341,6 +357,58 @@ def main():
         if workers:
             workers.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def register_only(args, builds):
+    """Registration time and RSS per worker, every (policy, W, way, build) once per round."""
+    ports = worker_ports(max(args.workers))
+    urls = [f"http://127.0.0.1:{p}" for p in ports]
+    workers = None
+    results = []
+    try:
+        workers = FakeWorkers(ports, prefix=["taskset", "-c", args.load_cpus])
+        for rnd in range(args.rounds):
+            for policy in args.policies:
+                for w in args.workers:
+                    for reg in args.register:
+                        for build in builds:
+                            binary = os.path.join(build, "apps", "troupe", "troupe")
+                            # RSS of the same gateway with no worker: the base of KB per worker.
+                            gw0 = Gateway(binary, policy, [], "flag", args.gateway_cpu,
+                                          args.log_level)
+                            empty = rss_mb(gw0.proc.pid)
+                            gw0.stop()
+                            gw = Gateway(binary, policy, urls[:w], reg, args.gateway_cpu,
+                                         args.log_level)
+                            gw.stop()
+                            row = {"round": rnd + 1, "policy": policy, "workers": w,
+                                   "register": reg, "build": build, "listed_s": gw.listed_s,
+                                   "routable_s": gw.routable_s, "rss_mb": gw.rss,
+                                   "rss_empty_mb": empty,
+                                   "kb_per_worker": (gw.rss - empty) * 1024 / w}
+                            results.append(row)
+                            print(f"round {rnd + 1} {policy:<15} W={w:<5} {reg:<4} {build}: "
+                                  f"listed {gw.listed_s:6.2f} s routable {gw.routable_s:6.2f} s "
+                                  f"rss {gw.rss:6.1f} MB ({row['kb_per_worker']:.1f} KB/worker)",
+                                  flush=True)
+        print(f"\nmedians over {args.rounds} rounds:")
+        print(f"{'policy':<15} {'W':>5} {'way':<4} {'listed s':>8} {'routable s':>10} "
+              f"{'KB/worker':>9}  build")
+        for policy in args.policies:
+            for w in args.workers:
+                for reg in args.register:
+                    for build in builds:
+                        rows = [r for r in results if (r["policy"], r["workers"], r["register"],
+                                                       r["build"]) == (policy, w, reg, build)]
+                        med = lambda k: statistics.median(r[k] for r in rows)
+                        print(f"{policy:<15} {w:>5} {reg:<4} {med('listed_s'):>8.2f} "
+                              f"{med('routable_s'):>10.2f} {med('kb_per_worker'):>9.1f}  {build}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=2)
+    finally:
+        if workers:
+            workers.stop()
 
 
 def print_summary(args, results):
@@ -354,10 +422,14 @@ def print_summary(args, results):
         if args.churn:
             head += f" {'churn p99':>9} {'p99 x':>6} {'fail':>5}"
     print(head)
-    for policy in args.policies:
-        base = {r["round"]: r for r in results if r["policy"] == policy and r["workers"] == smallest}
+    for policy, build in [(p, b) for p in args.policies for b in args.builds]:
+        if len(args.builds) > 1:
+            print(f"{policy} [{build}]:")
+        base = {r["round"]: r for r in results if r["policy"] == policy and r["workers"] == smallest
+                and r["build"] == build}
         for w in args.workers:
-            rows = [r for r in results if r["policy"] == policy and r["workers"] == w]
+            rows = [r for r in results if r["policy"] == policy and r["workers"] == w
+                    and r["build"] == build]
             med = lambda f: statistics.median(f(r) for r in rows)
             rss = med(lambda r: r["rss_mb"])
             base_rss = med(lambda r: r["rss_empty_mb"] if r["rss_empty_mb"] is not None

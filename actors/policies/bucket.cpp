@@ -1,4 +1,5 @@
 #include "actors/policies/candidate_positions.hpp"
+#include "actors/policies/length_ranges.hpp"
 #include "actors/policies/prompt_text.hpp"
 #include "actors/policies/strategy.hpp"
 
@@ -8,6 +9,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace troupe::actors {
@@ -27,6 +29,8 @@ constexpr std::size_t initial_span = 4096;
 /// the candidates took in the last interval are imbalanced (`--balance-abs-threshold` and
 /// `--balance-rel-threshold`, as smg reads them), the one with the fewest takes the request.
 /// A range whose worker cannot take the request passes it to the nearest range's worker.
+/// A change of the model's workers moves only the ranges next to it (length_ranges): the
+/// workers that stay keep theirs, where smg starts every range over.
 class bucket final : public strategy {
 public:
   bucket(const policy_config& cfg, clock_fn now) : cfg_(cfg), now_(std::move(now)) {}
@@ -58,11 +62,39 @@ public:
     return k;
   }
 
-  void on_fleet(const fleet_snapshot&, const fleet_change*, protocol::worker_type) override {
-    // No entry is kept (it would keep a removed worker's proxy alive): a model's members are
-    // read from its candidates on its next pick.
-    for (auto& [_, b] : states_) {
-      b.stale = true;
+  void on_fleet(const fleet_snapshot&, const fleet_change* change,
+                protocol::worker_type role) override {
+    // No entry is kept (it would keep a removed worker's proxy alive): ids and registration
+    // orders only. Without a change, a model's members are read from its candidates on its
+    // next pick (O(W)); with one, the ranges follow it in O(change x log W).
+    if (!change) {
+      for (auto& [_, b] : states_) {
+        b.stale = true;
+      }
+      return;
+    }
+    std::unordered_set<std::string_view> back; // a new model card: removed and added again
+    for (auto* w : change->added) {
+      back.insert(w->id);
+    }
+    for (auto& [model, b] : states_) {
+      if (b.stale) {
+        continue;
+      }
+      for (auto& g : change->removed) {
+        if (back.count(g.id) == 0) {
+          b.ranges.remove(g.id);
+        }
+      }
+      for (auto* w : change->added) {
+        if (w->spec.type != role || !w->serves(model)) {
+          b.ranges.remove(w->id); // (when it served the model before this card)
+        } else if (b.ranges.contains(w->id)) {
+          b.ranges.renumber(w->id, w->seq);
+        } else {
+          b.ranges.add({w->id, w->seq});
+        }
+      }
     }
   }
 
@@ -70,11 +102,11 @@ public:
     auto models = nlohmann::json::object();
     for (auto& [model, b] : states_) {
       auto ranges = nlohmann::json::array();
-      for (std::size_t i = 0; i < b.members.size(); ++i) {
-        ranges.push_back({{"worker", b.members[i]},
-                          {"from", i == 0 ? 0 : b.upper[i - 1] + 1},
-                          {"to", b.upper[i] == max_length ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(b.upper[i])}});
+      for (auto& r : b.ranges.list()) {
+        ranges.push_back(
+            {{"worker", r.who->id},
+             {"from", r.from},
+             {"to", r.to == max_length ? nlohmann::json(nullptr) : nlohmann::json(r.to)}});
       }
       models[model.empty() ? "*" : model] = {{"ranges", std::move(ranges)},
                                              {"window_requests", b.window.size()}};
@@ -87,7 +119,7 @@ public:
   }
 
 private:
-  static constexpr std::size_t max_length = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t max_length = length_ranges::unbounded;
 
   struct sample {
     clock_type::time_point at;
@@ -96,45 +128,57 @@ private:
   };
 
   struct state {
-    std::vector<std::string> members; ///< Worker ids serving the model, registration order.
-    std::vector<std::uint64_t> seqs;  ///< Their registration order (where to find them).
-    std::vector<std::size_t> upper;   ///< Largest length of each member's range.
-    std::deque<sample> window;        ///< Requests of the last interval, oldest first.
+    length_ranges ranges{initial_span}; ///< One per worker serving the model.
+    std::deque<sample> window;          ///< Requests of the last interval, oldest first.
     std::unordered_map<std::string, std::size_t> bytes; ///< Prompt bytes per worker, in it.
     std::size_t share = 0; ///< Bytes per worker when the ranges were last fitted.
     clock_type::time_point last_adjust;
-    bool stale = true;
-    const void* list = nullptr; ///< The candidate list `members` was read from.
+    bool stale = true; ///< The ranges may not follow the fleet: compare with the candidates.
   };
 
-  /// The state of `model`, its members brought up to date with the fleet: `cands`, every
-  /// worker of the model (the index's list, routable or not, in registration order).
+  /// The state of `model`, its ranges brought up to date with the fleet: `cands`, every
+  /// worker of the model (the index's list, routable or not, in registration order). The
+  /// fleet changes reach it through `on_fleet`; a full comparison (O(W)) only when the state
+  /// is new, the change was not known, or the counts disagree (a worker of another provider).
   state& model_state(const std::string& model, const std::vector<const worker_entry*>& cands,
                      clock_type::time_point now) {
     auto& b = states_[model];
-    if (!b.stale && b.list == &cands) {
+    if (!b.stale && b.ranges.size() == cands.size()) {
       return b;
     }
     b.stale = false;
-    b.list = &cands;
-    std::vector<std::string> members;
-    members.reserve(cands.size());
-    b.seqs.clear();
-    for (auto* w : cands) {
-      members.push_back(w->id);
-      b.seqs.push_back(w->seq);
-    }
-    if (members != b.members) {
-      // Another set of workers: even ranges again, as smg does on a change.
-      b.members = std::move(members);
-      b.upper.clear();
-      const auto n = b.members.size();
-      const auto gap = n == 0 ? initial_span : std::max<std::size_t>(initial_span / n, 1);
-      for (std::size_t i = 0; i < n; ++i) {
-        b.upper.push_back(i + 1 == n ? max_length : (i + 1) * gap - 1);
+    if (b.ranges.empty()) {
+      // First sight: even slices, in registration order.
+      std::vector<length_ranges::owner> owners;
+      owners.reserve(cands.size());
+      for (auto* w : cands) {
+        owners.push_back({w->id, w->seq});
       }
+      b.ranges.reset(owners);
       b.share = 0;
       b.last_adjust = now;
+      return b;
+    }
+    // The same moves as on_fleet's, from a comparison: who left, then who came.
+    std::unordered_set<std::string_view> listed;
+    for (auto* w : cands) {
+      listed.insert(w->id);
+    }
+    std::vector<std::string> gone;
+    for (auto& r : b.ranges.list()) {
+      if (listed.count(r.who->id) == 0) {
+        gone.push_back(r.who->id);
+      }
+    }
+    for (auto& id : gone) {
+      b.ranges.remove(id);
+    }
+    for (auto* w : cands) {
+      if (b.ranges.contains(w->id)) {
+        b.ranges.renumber(w->id, w->seq);
+      } else {
+        b.ranges.add({w->id, w->seq});
+      }
     }
     return b;
   }
@@ -152,7 +196,7 @@ private:
   /// Fits the ranges to the window: cut the sorted lengths where each member's share of the
   /// bytes is reached. Kept as they are while the share is within 2x of the last fit.
   void adjust(state& b) {
-    const auto n = b.members.size();
+    const auto n = b.ranges.size();
     if (b.window.empty() || n == 0) {
       return;
     }
@@ -181,8 +225,7 @@ private:
       upper.push_back(cut);
       floor = cut + 1;
     }
-    upper.push_back(max_length);
-    b.upper = std::move(upper);
+    b.ranges.refit(upper);
   }
 
   /// smg's imbalance test on the prompt bytes the eligible candidates (a sample of a large
@@ -212,25 +255,16 @@ private:
   /// candidate of the nearest range.
   std::size_t range_pick(const state& b, const std::vector<const worker_entry*>& cands,
                          const selection& sel, std::size_t length) {
-    const auto n = b.members.size();
-    auto candidate = [&](std::size_t m) {
-      auto i = position_of(cands, b.seqs[m], b.members[m]);
-      return i != npos && eligible(*cands[i], sel) ? i : cands.size();
-    };
-    if (n > 0) {
-      const auto home = static_cast<std::size_t>(
-          std::lower_bound(b.upper.begin(), b.upper.end(), length) - b.upper.begin());
-      for (std::size_t d = 0; d < n; ++d) {
-        for (auto m : {home + d, home - d}) {
-          if (m < n) { // `home - d` wraps to a huge value below 0
-            if (auto k = candidate(m); k != cands.size()) {
-              return k;
-            }
-          }
-        }
+    std::size_t found = npos;
+    b.ranges.nearest(length, [&](const length_ranges::owner& o) {
+      auto i = position_of(cands, o.seq, o.id);
+      if (i != npos && eligible(*cands[i], sel)) {
+        found = i;
+        return true;
       }
-    }
-    return sample_.front(); // a candidate the ranges do not know yet: any will do
+      return false;
+    });
+    return found != npos ? found : sample_.front(); // (ranges not knowing a candidate yet)
   }
 
   policy_config cfg_;

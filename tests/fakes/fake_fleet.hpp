@@ -86,7 +86,7 @@ public:
   /// The fleet as the registry publishes it.
   actors::fleet_snapshot snapshot() const {
     actors::fleet_snapshot s;
-    s.workers.assign(entries.begin(), entries.end());
+    s.workers = std::vector<actors::worker_entry_ptr>(entries.begin(), entries.end());
     s.index = actors::fleet_index::of(s.workers);
     return s;
   }

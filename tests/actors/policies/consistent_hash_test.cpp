@@ -102,7 +102,9 @@ TEST_CASE("consistent hash: the ring is the same whatever order the fleet lists 
   s->on_fleet(f.snapshot(), protocol::worker_type::regular);
   auto before = route(*s, f.all());
   auto snap = f.snapshot();
-  std::reverse(snap.workers.begin(), snap.workers.end());
+  auto listed = snap.workers.to_vector();
+  std::reverse(listed.begin(), listed.end());
+  snap.workers = listed;
   auto other = make_strategy("consistent_hashing"); // smg's name
   other->on_fleet(snap, protocol::worker_type::regular);
   auto cands = f.all();
