@@ -158,7 +158,7 @@ def one(args, n, policy, share, placement=None):
                         if k in ("delegated", "relayed", "late", "expired", "unreachable",
                                  "answered"):
                             placed[k] = placed.get(k, 0) + v
-                        elif k == "rtt_max_ms":
+                        elif k in ("rtt_max_ms", "rtt_mean_ms"):
                             placed[k] = round(max(placed.get(k, 0), v), 2)
                 if a.get("kind") == "policy" and policy == "cache_aware":
                     # cache_aware's decisions, summed over the nodes (cache_hit, most_room, ...)

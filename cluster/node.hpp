@@ -109,7 +109,7 @@ struct node_config {
   /// node's picks placed (0: none)...
   std::size_t prefix_snapshot_blocks = 65536;
   /// A policy's placement ask fails when its answer takes longer (the policy decided itself).
-  std::chrono::milliseconds placement_timeout{10};
+  std::chrono::milliseconds placement_timeout{50};
   /// ... and the newest this many Responses affinity ids this node knows (0: none) ...
   std::size_t response_snapshot_ids = 100000;
   /// ... once its registry matches this node's, or after this long whatever it holds.

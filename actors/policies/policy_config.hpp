@@ -78,7 +78,7 @@ struct policy_config {
   /// is placed by the owner of its prefix group) or `all` (every pick of a prompt is).
   std::string cluster_placement = "off";
   /// How long a pick waits for the owner's answer before it decides itself.
-  std::chrono::milliseconds placement_timeout{10};
+  std::chrono::milliseconds placement_timeout{50};
   /// How long an owner counts a worker it chose for another node as one more request in
   /// flight there (until that node's load report covers it: about a gossip interval).
   std::chrono::milliseconds placement_reserve{100};

@@ -39,7 +39,7 @@ struct placement_fixture : cache_aware_fixture {
     auto c = settings();
     c.max_message_bytes = 8u * 1024 * 1024;
     c.prefix_block_bytes = 16;
-    c.placement_timeout = 10ms;
+    c.placement_timeout = 50ms; // as the policy's (policy_config)
     node_deps deps{registry, view, nullptr, dialer, refusals, {}, {}, {}};
     deps.prefix_policies = {{"regular", policy}};
     fixture::start(std::move(c), std::move(deps));
@@ -199,7 +199,7 @@ TEST_CASE_METHOD(placement_fixture, "no answer within the timeout: the pick is d
   auto b = member("b");
   auto got = pick_later(owned_by("b", {"b"}));
   CHECK_FALSE(*got);
-  advance(11ms);
+  advance(51ms);
   REQUIRE(*got);
   CHECK(id_of(got) != "error");
   auto asks = received<protocol::placement_ask>(b);
