@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -29,6 +30,15 @@ struct policy_state {
   bool pending_known = false;
   prefix_sink fresh_sink;  ///< Told when picks placed new prefix blocks.
   bool fresh_told = false; ///< Told since the last take.
+  // -- placement by owner (docs/cluster.md) --
+  placement_setup placement; ///< The owners of prefix groups, and where to ask them.
+  bool placement_on = false; ///< `--cluster-placement` is `first` or `all`.
+  bool placement_all = false;
+  std::chrono::milliseconds placement_timeout{10};
+  std::uint64_t placement_delegated = 0; ///< Picks sent to their owner.
+  std::uint64_t placement_failed = 0;    ///< Of those, decided here: no answer in time.
+  std::uint64_t placement_own = 0;       ///< Picks of prefix groups this node owns.
+  std::uint64_t placement_answered = 0;  ///< Asks of other nodes answered.
 };
 
 using self_ptr = policy_actor::stateful_pointer<policy_state>;
@@ -117,6 +127,57 @@ caf::error none_eligible(const pick_list& l, const selection& sel) {
 caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel,
                                             const pick_list& l);
 
+/// How a selection is made: by the strategy, or by the owner of the prompt's prefix group when
+/// placement by owner says so (`any`); by the strategy alone (`local`: the owner gave no
+/// answer); on the owner's answer (`placed`, the strategy deciding when that worker may not
+/// take the request).
+enum class pick_how { any, local, placed };
+
+caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel,
+                                     pick_how how = pick_how::any, std::string_view placed = {});
+
+/// Tells the cluster node when picks placed prefix blocks the other nodes do not know: they
+/// should hear of them before they route their next request (docs/cluster.md).
+void tell_fresh(self_ptr self) {
+  auto& st = self->state;
+  if (st.fresh_sink && !st.fresh_told && st.strat->prefixes_fresh()) {
+    st.fresh_told = true;
+    self->send(st.fresh_sink, prefix_atom_v);
+  }
+}
+
+void deliver(caf::typed_response_promise<worker_entry_ptr>& rp, caf::result<worker_entry_ptr> r) {
+  if (r.flag == caf::rt_value) {
+    rp.deliver(r.value.get_as<worker_entry_ptr>(0));
+  } else {
+    rp.deliver(std::move(r.err));
+  }
+}
+
+/// Asks the owner of the prompt's prefix group where `sel` goes, without blocking: other
+/// selections go on meanwhile. No answer within the timeout (owner gone, slow): decided here.
+caf::result<worker_entry_ptr> delegate(self_ptr self, const selection& sel,
+                                       protocol::placement_ask ask) {
+  auto& st = self->state;
+  ask.role = std::string(protocol::to_string(st.role));
+  ++st.placement_delegated;
+  auto rp = self->make_response_promise<worker_entry_ptr>();
+  self->request(st.placement.delegate, st.placement_timeout, placement_atom_v, std::move(ask))
+      .then(
+          [self, rp, sel](protocol::placement_answer& a) mutable {
+            if (a.worker.empty()) {
+              ++self->state.placement_failed;
+              return deliver(rp, select(self, sel, pick_how::local));
+            }
+            deliver(rp, select(self, sel, pick_how::placed, a.worker));
+          },
+          [self, rp, sel](caf::error&) mutable {
+            ++self->state.placement_failed;
+            deliver(rp, select(self, sel, pick_how::local));
+          });
+  return rp;
+}
+
 /// The strategy sees the latest snapshot (snapshots are taken in as they come; the strategy
 /// catches up once, before it is asked anything).
 void catch_up(self_ptr self) {
@@ -132,7 +193,8 @@ void catch_up(self_ptr self) {
 /// of registrations by POST applies them once, not one registration at a time.
 constexpr std::size_t max_pending = 1024;
 
-caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
+caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel, pick_how how,
+                                     std::string_view placed) {
   auto& st = self->state;
   catch_up(self);
   // The candidates come from the index: no look at workers of other models or roles.
@@ -162,19 +224,30 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel) {
     }
   }
   if (k == strategy::npos && !cands.empty()) {
-    k = st.strat->pick(cands, sel);
+    if (how == pick_how::placed) {
+      k = st.strat->place(cands, sel, placed);
+    } else if (how == pick_how::any && st.placement_on && st.placement.delegate &&
+               !st.placement.owners.alone()) {
+      protocol::placement_ask ask;
+      if (st.strat->placement_query(cands, sel, st.placement_all, ask)) {
+        if (const auto& owner = st.placement.owners.owner(ask.head);
+            owner != st.placement.owners.self()) {
+          ask.owner = owner;
+          return delegate(self, sel, std::move(ask));
+        }
+        ++st.placement_own; // this node owns the group: its own pick is the owner's
+      }
+    }
+    if (k == strategy::npos) {
+      k = st.strat->pick(cands, sel);
+    }
     if (k == strategy::npos) {
       if (auto why = st.strat->refusal(); !why.empty()) {
         ++st.refused;
         return make_caf_error(protocol::error_code::no_worker_available, std::move(why));
       }
     }
-    if (st.fresh_sink && !st.fresh_told && st.strat->prefixes_fresh()) {
-      // A prefix placed where the other nodes do not know it: they should hear of it before
-      // they route its next request (docs/cluster.md, "Shared prefix view").
-      st.fresh_told = true;
-      self->send(st.fresh_sink, prefix_atom_v);
-    }
+    tell_fresh(self);
   }
   if (k == strategy::npos) {
     ++st.refused;
@@ -272,6 +345,9 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
   auto& st = self->state;
   st.role = role;
   st.strat = make_strategy(strategy_name, cfg, [self] { return self->clock().now(); });
+  st.placement_on = cfg.cluster_placement == "first" || cfg.cluster_placement == "all";
+  st.placement_all = cfg.cluster_placement == "all";
+  st.placement_timeout = cfg.placement_timeout;
   return {
       [self](select_atom, const selection& sel) { return select(self, sel); },
       [self](publish_atom, fleet_ptr& fleet) {
@@ -310,6 +386,13 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
                          {"refused", st.refused},
                          {"fleet_version", st.fleet->version},
                          {"mailbox_size", self->mailbox().size()}};
+        if (st.placement_on || st.placement_answered > 0) {
+          j["placement_owners"] = st.placement.owners.size();
+          j["placement_delegated"] = st.placement_delegated;
+          j["placement_failed"] = st.placement_failed;
+          j["placement_own"] = st.placement_own;
+          j["placement_answered"] = st.placement_answered;
+        }
         // The listing (/admin/actors) shows scalar fields only: the strategy's state is
         // repeated flat, one level deep (`tree_bytes.w-3f9c2a1b`, `ring_points`).
         for (auto& [key, value] : state.items()) {
@@ -337,6 +420,15 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
         self->state.strat->merge_prefixes(update);
       },
       [self](prefix_atom, prefix_sink& sink) { self->state.fresh_sink = std::move(sink); },
+      [self](placement_atom, const protocol::placement_ask& ask) {
+        auto& st = self->state;
+        catch_up(self); // the ask may name workers of a snapshot not yet taken in
+        protocol::placement_answer a{ask.id, st.strat->decide(ask)};
+        ++st.placement_answered;
+        tell_fresh(self);
+        return a;
+      },
+      [self](placement_atom, placement_setup& s) { self->state.placement = std::move(s); },
   };
 }
 

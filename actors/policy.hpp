@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/fleet.hpp"
+#include "actors/policies/placement_owner.hpp"
 #include "actors/policies/policy_config.hpp"
 #include "actors/policies/selection.hpp"
 #include "actors/policies/shared_prefix_view.hpp"
@@ -19,6 +20,18 @@ namespace troupe::actors {
 /// Said once until the next take.
 using prefix_sink = caf::typed_actor<caf::reacts_to<prefix_atom>>;
 
+/// Where a policy asks the owner of a prompt's prefix group to place a pick (docs/cluster.md,
+/// "Placement by owner"): the cluster node, which sends the ask to `placement_ask::owner` and
+/// relays the answer; an error when that member cannot be asked (not linked, not up).
+using placement_delegate = caf::typed_actor<
+    caf::replies_to<placement_atom, protocol::placement_ask>::with<protocol::placement_answer>>;
+
+/// Who owns prefix groups as the cluster node sees it now, and where to ask them.
+struct placement_setup {
+  placement_delegate delegate;
+  placement_owners owners; ///< This node and the members that answer asks.
+};
+
 /// Selection state for one role (regular, prefill or decode): the strategy (round robin
 /// cursor, ...) and the fleet snapshot it picks from.
 using policy_actor = caf::typed_actor<
@@ -35,7 +48,12 @@ using policy_actor = caf::typed_actor<
     /// Another node's picks, for the shared prefix view.
     caf::reacts_to<prefix_atom, protocol::prefix_update>,
     /// Who to tell when picks placed new blocks (the cluster node, once at start).
-    caf::reacts_to<prefix_atom, prefix_sink>>;
+    caf::reacts_to<prefix_atom, prefix_sink>,
+    /// As the owner of the ask's prefix group: where another node's pick goes (placement by
+    /// owner, docs/cluster.md); an empty worker when this policy cannot tell.
+    caf::replies_to<placement_atom, protocol::placement_ask>::with<protocol::placement_answer>,
+    /// Who owns prefix groups now (from the cluster node, as members come and go).
+    caf::reacts_to<placement_atom, placement_setup>>;
 
 /// Spawns a policy using strategy `strategy_name` (see `strategy_names()`) for workers of
 /// `role`, tuned by `cfg`. Fails at start-up on an unknown name.
@@ -52,3 +70,6 @@ std::vector<std::string> accepted_strategy_names();
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::prefix_drain)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::protocol::prefix_update)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::protocol::placement_ask)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::protocol::placement_answer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::placement_setup)

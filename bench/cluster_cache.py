@@ -7,11 +7,15 @@ chats, streamed) whose requests go round robin over the N nodes, as a load balan
 (nodes, policy) runs on fresh processes; the hit rate is the sims' own (/sim/stats: cached blocks
 found at admission over blocks looked up), TTFT p50/p90/p99 is troupe-bench's. With
 --share both, cache_aware also runs with the shared prefix view off
-(--cluster-prefix-block-bytes 0), for the before/after.
+(--cluster-prefix-block-bytes 0), for the before/after. With --placements off first all, each
+configuration of more than one node also runs with each --cluster-placement (docs/cluster.md,
+"Placement by owner"), rounds interleaved (round 1 of every variant, then round 2, ...); one node
+has nobody to delegate to, so its row is measured once per round and is every variant's baseline.
 
 Usage: bench/cluster_cache.py [--nodes 1 3 5] [--policies round_robin power_of_two
            consistent_hash cache_aware] [--share on|off|both] [--workers 4] [--rounds 1]
-           [--build build] [--json out.json] [--gateway-flag=FLAG ...]
+           [--placements off first all] [--build build] [--json out.json]
+           [--gateway-flag=FLAG ...]
 Workload flags (--system-prompts 8 --system-prompt-tokens 1500 --users 48 --turns 4
 --concurrency 16 --max-tokens 16) and sim flags (--prefill-us-per-token 20
 --cache-capacity-blocks 300 --ttft-base-ms 5 --itl-ms 5) are the issue's (docs/performance.md).
@@ -72,7 +76,7 @@ class Procs(Processes):
                    url)
         return url
 
-    def cluster(self, n, sims, policy, share):
+    def cluster(self, n, sims, policy, share, placement=None):
         ports = [(free_port(), free_port()) for _ in range(n)]
         urls = []
         for i, (port, cport) in enumerate(ports):
@@ -85,6 +89,8 @@ class Procs(Processes):
                           "--cluster-peers", peers]
                 if not share:
                     flags += ["--cluster-prefix-block-bytes", 0]
+                if placement:
+                    flags += ["--cluster-placement", placement]
             self.start([os.path.join(self.build, "apps", "troupe", "troupe"), *flags])
             urls.append(f"http://127.0.0.1:{port}")
         for u in urls:
@@ -128,11 +134,11 @@ def bench(args, urls):
             return json.load(f)["stages"][0]
 
 
-def one(args, n, policy, share):
+def one(args, n, policy, share, placement=None):
     procs = Procs(args.build, args.gateway_flag)
     try:
         sims = [procs.sim(args) for _ in range(args.workers)]
-        urls = procs.cluster(n, sims, policy, share)
+        urls = procs.cluster(n, sims, policy, share, placement)
         stage = bench(args, urls)
         hits = misses = 0
         for s in sims:
@@ -141,11 +147,19 @@ def one(args, n, policy, share):
             misses += c["misses"]
         bytes_sent = 0
         picks = {}
+        placed = {}
         for u in urls:
             for a in get_json(u + "/admin/actors")["actors"]:
                 if a.get("kind") == "cluster_node" and policy == "cache_aware":
                     full = get_json(u + f"/admin/actors/{a['id']}")
                     bytes_sent += full["state"]["prefix_view"]["bytes_sent"]
+                    # Placement by owner: asks, answers, timeouts over the nodes; the worst RTT.
+                    for k, v in full["state"].get("placement", {}).items():
+                        if k in ("delegated", "relayed", "late", "expired", "unreachable",
+                                 "answered"):
+                            placed[k] = placed.get(k, 0) + v
+                        elif k in ("rtt_max_ms", "rtt_mean_ms"):
+                            placed[k] = round(max(placed.get(k, 0), v), 2)
                 if a.get("kind") == "policy" and policy == "cache_aware":
                     # cache_aware's decisions, summed over the nodes (cache_hit, most_room, ...)
                     state = get_json(u + f"/admin/actors/{a['id']}").get("state", {})
@@ -159,7 +173,7 @@ def one(args, n, policy, share):
                 "failed": stage["failed"], "hit_rate": hits / max(1, hits + misses),
                 "ttft_p50_ms": stage["ttft_ms"]["p50"], "ttft_p90_ms": stage["ttft_ms"]["p90"],
                 "ttft_p99_ms": stage["ttft_ms"]["p99"], "prefix_bytes_sent": bytes_sent,
-                "picks": picks}
+                "picks": picks, "placement": placement or "-", "placed": placed}
     finally:
         procs.stop_all()
 
@@ -189,58 +203,83 @@ def main():
     ap.add_argument("--gateway-flag", action="append", default=[],
                     help="one more flag for every node (repeat; e.g. --gateway-flag=--cache-aware-mode "
                          "--gateway-flag=smg)")
+    ap.add_argument("--placements", nargs="+", choices=["off", "first", "all"],
+                    help="cache_aware through several nodes: run each --cluster-placement")
     args = ap.parse_args()
 
+    def run(policy, share, n, r, placement):
+        try:
+            row = one(args, n, policy, share, placement)
+        except StartupError as e:
+            # Fresh processes and ports, once: a start-up failure is not a result.
+            print(f"{policy} nodes={n} round {r + 1}: {e}; starting over once", flush=True)
+            row = one(args, n, policy, share, placement)
+        row["round"] = r + 1
+        runs.append(row)
+        print(f"{policy:16} share={'on ' if share else 'off'} nodes={n} "
+              + (f"placement={placement} " if placement else "")
+              + f"round {r + 1}: hit rate {row['hit_rate']:.3f}  TTFT p50 "
+              f"{row['ttft_p50_ms']:.1f} p90 {row['ttft_p90_ms']:.1f} p99 "
+              f"{row['ttft_p99_ms']:.1f} ms  ok {row['ok']} failed {row['failed']}"
+              + (f"  prefix bytes sent {row['prefix_bytes_sent']}"
+                 if row["prefix_bytes_sent"] else "")
+              + (f"  picks {row['picks']}" if row["picks"] else "")
+              + (f"  placement {row['placed']}" if row["placed"] else ""), flush=True)
+        return row
+
     runs = []
+    variants = []  # (policy, share, placement)
     for policy in args.policies:
         shares = [True]
         if policy == "cache_aware" and args.share != "on":
             shares = [True, False] if args.share == "both" else [False]
         for share in shares:
+            places = args.placements if policy == "cache_aware" and share and args.placements \
+                else [None]
+            variants += [(policy, share, p) for p in places]
+    if args.placements:
+        # Interleaved: every variant's round r before any variant's round r + 1.
+        for r in range(args.rounds):
+            for policy, share, placement in variants:
+                for n in args.nodes:
+                    if n == 1 and placement not in (None, args.placements[0]):
+                        continue  # alone, a node places everything itself: measured once
+                    row = run(policy, share, n, r, placement if n > 1 else None)
+                    if n == 1 and placement:
+                        row["placement"] = placement
+                        runs.extend({**row, "placement": p} for p in args.placements[1:])
+    else:
+        for policy, share, placement in variants:
             for n in args.nodes:
                 for r in range(args.rounds):
-                    try:
-                        row = one(args, n, policy, share)
-                    except StartupError as e:
-                        # Fresh processes and ports, once: a start-up failure is not a result.
-                        print(f"{policy} nodes={n} round {r + 1}: {e}; starting over once",
-                              flush=True)
-                        row = one(args, n, policy, share)
-                    row["round"] = r + 1
-                    runs.append(row)
-                    print(f"{policy:16} share={'on ' if share else 'off'} nodes={n} "
-                          f"round {r + 1}: hit rate {row['hit_rate']:.3f}  TTFT p50 "
-                          f"{row['ttft_p50_ms']:.1f} p90 {row['ttft_p90_ms']:.1f} p99 "
-                          f"{row['ttft_p99_ms']:.1f} ms  ok {row['ok']} failed {row['failed']}"
-                          + (f"  prefix bytes sent {row['prefix_bytes_sent']}"
-                             if row["prefix_bytes_sent"] else "")
-                          + (f"  picks {row['picks']}" if row["picks"] else ""), flush=True)
+                    run(policy, share, n, r, placement)
 
     # Medians over rounds, and each configuration against one node of the same policy.
-    print("\n| policy | view | nodes | hit rate | TTFT p50 | p90 | p99 | hit rate − 1 node | "
-          "p50 / 1 node |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| policy | view | placement | nodes | hit rate | TTFT p50 | p90 | p99 | "
+          "hit rate − 1 node | p50 / 1 node |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     summary = []
-    for policy in args.policies:
-        for share in (True, False):
-            rows = [x for x in runs if x["policy"] == policy and x["share"] == share]
-            if not rows:
-                continue
-            med = {}
-            for n in args.nodes:
-                rs = [x for x in rows if x["nodes"] == n]
-                med[n] = {k: statistics.median(x[k] for x in rs)
-                          for k in ("hit_rate", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms")}
-            base = med.get(1)
-            for n in args.nodes:
-                m = med[n]
-                dh = f"{m['hit_rate'] - base['hit_rate']:+.3f}" if base else "-"
-                dp = f"{m['ttft_p50_ms'] / base['ttft_p50_ms']:.2f}" if base else "-"
-                view = ("shared" if share else "per node") if policy == "cache_aware" else "-"
-                print(f"| {policy} | {view} | {n} | {m['hit_rate']:.3f} | "
-                      f"{m['ttft_p50_ms']:.1f} ms | {m['ttft_p90_ms']:.1f} ms | "
-                      f"{m['ttft_p99_ms']:.1f} ms | {dh} | {dp} |")
-                summary.append({"policy": policy, "share": share, "nodes": n, **m})
+    for policy, share, placement in variants:
+        rows = [x for x in runs if x["policy"] == policy and x["share"] == share
+                and x["placement"] == (placement or "-")]
+        if not rows:
+            continue
+        med = {}
+        for n in args.nodes:
+            rs = [x for x in rows if x["nodes"] == n]
+            med[n] = {k: statistics.median(x[k] for x in rs)
+                      for k in ("hit_rate", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms")}
+        base = med.get(1)
+        for n in args.nodes:
+            m = med[n]
+            dh = f"{m['hit_rate'] - base['hit_rate']:+.3f}" if base else "-"
+            dp = f"{m['ttft_p50_ms'] / base['ttft_p50_ms']:.2f}" if base else "-"
+            view = ("shared" if share else "per node") if policy == "cache_aware" else "-"
+            print(f"| {policy} | {view} | {placement or '-'} | {n} | {m['hit_rate']:.3f} | "
+                  f"{m['ttft_p50_ms']:.1f} ms | {m['ttft_p90_ms']:.1f} ms | "
+                  f"{m['ttft_p99_ms']:.1f} ms | {dh} | {dp} |")
+            summary.append({"policy": policy, "share": share, "placement": placement,
+                            "nodes": n, **m})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "runs": runs, "summary": summary}, f, indent=1)

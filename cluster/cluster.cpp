@@ -66,6 +66,7 @@ node_config node_settings(const actors::gateway_config& cfg) {
   ncfg.prefix_block_bytes = static_cast<std::uint32_t>(cfg.cluster_prefix_block_bytes);
   ncfg.prefix_max_bytes_per_tick = cfg.cluster_prefix_max_bytes_per_tick;
   ncfg.prefix_snapshot_blocks = cfg.cluster_prefix_snapshot_blocks;
+  ncfg.placement_timeout = cfg.policy_tuning.placement_timeout;
   ncfg.response_snapshot_ids = cfg.response_affinity_capacity;
   // A member's registry takes a whole sync (or two: one may wait for the sync rate limit).
   ncfg.snapshot_wait = 2 * ncfg.full_sync_interval;

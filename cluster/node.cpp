@@ -29,6 +29,7 @@ void tick(node_self self) {
   expire_unconfirmed(self);
   gossip_prefixes(self);
   gossip_responses(self);
+  expire_placements(self);
   auto changed = st.members.expire(steady_now(self), std::chrono::system_clock::now());
   for (auto& name : changed) {
     auto* m = st.members.find(name);
@@ -147,6 +148,11 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
       [self](prefix_atom) {
         cpu_meter busy{self->state.cpu_ns};
         on_fresh_prefixes(self);
+      },
+      [self](placement_atom,
+             protocol::placement_ask& ask) -> caf::result<protocol::placement_answer> {
+        cpu_meter busy{self->state.cpu_ns};
+        return delegate_placement(self, ask);
       },
       [self](persist_atom) {
         save(self, [self](bool) {

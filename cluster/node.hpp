@@ -59,6 +59,9 @@ using node_actor = caf::typed_actor<
     caf::reacts_to<tick_atom>,
     /// A policy's picks placed new prefix blocks (`actors::prefix_sink`): sent on at once.
     caf::reacts_to<prefix_atom>,
+    /// A policy asks the owner of a prompt's prefix group where its pick goes
+    /// (`actors::placement_delegate`): sent to that member, its answer relayed.
+    caf::replies_to<placement_atom, protocol::placement_ask>::with<protocol::placement_answer>,
     /// Time to write the state file (sent to itself).
     caf::reacts_to<persist_atom>,
     /// Leave the cluster: say goodbye to the peers, save the state file, stop.
@@ -105,6 +108,8 @@ struct node_config {
   /// A member linked anew is sent (cluster/join_snapshot.hpp) the newest this many blocks this
   /// node's picks placed (0: none)...
   std::size_t prefix_snapshot_blocks = 65536;
+  /// A policy's placement ask fails when its answer takes longer (the policy decided itself).
+  std::chrono::milliseconds placement_timeout{50};
   /// ... and the newest this many Responses affinity ids this node knows (0: none) ...
   std::size_t response_snapshot_ids = 100000;
   /// ... once its registry matches this node's, or after this long whatever it holds.

@@ -70,6 +70,7 @@ void on_hello(node_self self, const std::string& from, const protocol::cluster_h
   }
   prefix_peer_hello(self, from, h);
   response_peer_hello(self, from, h);
+  placement_peer_hello(self, from, h);
   learn(self, h.cluster_address);
   for (auto& p : h.peers) {
     learn(self, p);
@@ -255,6 +256,10 @@ void deliver(node_self self, protocol::cluster_message& msg, std::size_t bytes) 
           on_prefix_update(self, msg.from, body, bytes);
         } else if constexpr (std::is_same_v<T, protocol::response_update>) {
           on_response_update(self, msg.from, body);
+        } else if constexpr (std::is_same_v<T, protocol::placement_ask>) {
+          on_placement_ask(self, msg.from, body);
+        } else if constexpr (std::is_same_v<T, protocol::placement_answer>) {
+          on_placement_answer(self, msg.from, body);
         }
       },
       msg.body);
@@ -355,6 +360,7 @@ void member_down(node_self self, const std::string& name, std::string reason) {
   st.full_sync_due.erase(name);
   st.digest_mismatches.erase(name);
   snapshot_forget(self, name);
+  update_placement_owners(self);
   apply_remote_loads(self);
   if (auto d = st.duplicates.find(name); d != st.duplicates.end()) {
     // The node refused for its name is the one left: it is the member now.

@@ -101,6 +101,7 @@ void send_hello(node_self self, const peer_actor& to, bool again) {
   h.deltas = true;
   h.prefix_block_bytes = st.deps.prefix_policies.empty() ? 0 : st.cfg.prefix_block_bytes;
   h.responses = st.deps.responses != nullptr && st.cfg.networked;
+  h.placement = answers_placement(st);
   for (auto& [name, m] : st.members.members()) {
     if (!m.cluster_address.empty() && m.state != member_state::down && st.links.count(name)) {
       h.peers.push_back(m.cluster_address);

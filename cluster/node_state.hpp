@@ -11,6 +11,7 @@
 #include "cluster/membership.hpp"
 #include "cluster/node.hpp"
 #include "cluster/peer_endpoint.hpp"
+#include "cluster/placement.hpp"
 #include "cluster/prefix_gossip.hpp"
 #include "cluster/response_gossip.hpp"
 #include "cluster/sync_limits.hpp"
@@ -105,6 +106,7 @@ struct node_state {
   prefix_gossip_state prefix;      ///< The shared prefix view (prefix_gossip.cpp).
   response_gossip_state responses; ///< The shared Responses affinity (response_gossip.cpp).
   join_snapshot_state snapshots;   ///< What members linked anew are told (join_snapshot.cpp).
+  placement_state placement;       ///< Placement by owner (placement.cpp).
 
   // -- counters (inspect) --
   std::uint64_t messages_in = 0;
@@ -210,6 +212,35 @@ void on_prefix_update(node_self self, const std::string& from, protocol::prefix_
 
 /// The shared prefix view's part of `/admin/actors`.
 nlohmann::json prefix_gossip_status(const node_state& st);
+
+// -- placement.cpp --
+
+/// True when this node answers placement asks (it keeps a shared prefix view): its hello says so.
+bool answers_placement(const node_state& st);
+
+/// A member's hello: whether it answers placement asks.
+void placement_peer_hello(node_self self, const std::string& from,
+                          const protocol::cluster_hello& h);
+
+/// Tells the policies the owners of prefix groups when they changed (members up, down, linked).
+void update_placement_owners(node_self self);
+
+/// A policy's ask: sent to its owner; the answer comes back through the promise.
+caf::result<protocol::placement_answer> delegate_placement(node_self self,
+                                                           protocol::placement_ask& ask);
+
+/// A member's ask: decided by the policy of its role, answered to the member.
+void on_placement_ask(node_self self, const std::string& from, protocol::placement_ask& ask);
+
+/// A member's answer to an ask of this node.
+void on_placement_answer(node_self self, const std::string& from,
+                         const protocol::placement_answer& a);
+
+/// Asks whose answer is overdue, or whose owner went down, fail (the policy decided already).
+void expire_placements(node_self self);
+
+/// Placement by owner's part of `/admin/actors`.
+nlohmann::json placement_status(const node_state& st);
 
 // -- response_gossip.cpp --
 

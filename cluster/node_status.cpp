@@ -175,6 +175,7 @@ nlohmann::json inspect_state(node_self self) {
           {"saves", st.saves},
           {"last_save_error", st.last_save_error},
           {"prefix_view", prefix_gossip_status(st)},
+          {"placement", placement_status(st)},
           {"response_affinity", response_gossip_status(st)},
           {"join_snapshots", join_snapshot_status(st)},
           {"mailbox_size", self->mailbox().size()}};

@@ -109,6 +109,8 @@ void gateway::start() {
     tuning.prefix_max_blocks_per_worker = cfg.cluster_prefix_max_blocks_per_worker;
     tuning.prefix_max_blocks = cfg.cluster_prefix_max_blocks;
     tuning.prefix_max_pending = cfg.cluster_prefix_max_bytes_per_tick / 8;
+    // An owner counts a worker it chose for another node until that node's next load report.
+    tuning.placement_reserve = cfg.cluster_gossip;
   }
   auto regular = actors::make_policy(d.sys, cfg.policy, protocol::worker_type::regular, tuning);
   auto prefill = actors::make_policy(d.sys, policy_or(cfg.prefill_policy),

@@ -1,5 +1,6 @@
 #include "protocol/cluster_wire.hpp"
 
+#include "protocol/placement_wire.hpp"
 #include "protocol/prefix_wire.hpp"
 #include "protocol/response_wire.hpp"
 
@@ -80,7 +81,8 @@ struct body_writer {
 
   std::string_view operator()(const cluster_hello& h) {
     pk.pack_map(3 + (h.acks ? 1 : 0) + (h.deltas ? 1 : 0) + (h.again ? 1 : 0) +
-                (h.prefix_block_bytes != 0 ? 1 : 0) + (h.responses ? 1 : 0));
+                (h.prefix_block_bytes != 0 ? 1 : 0) + (h.responses ? 1 : 0) +
+                (h.placement ? 1 : 0));
     put(pk, "api");
     put(pk, h.api_address);
     put(pk, "addr");
@@ -105,6 +107,10 @@ struct body_writer {
     }
     if (h.responses) {
       put(pk, "resp");
+      pk.pack_true();
+    }
+    if (h.placement) {
+      put(pk, "plc");
       pk.pack_true();
     }
     return "hello";
@@ -175,6 +181,16 @@ struct body_writer {
     detail::write_response_update(pk, u);
     return "responses";
   }
+
+  std::string_view operator()(const placement_ask& a) {
+    detail::write_placement_ask(pk, a);
+    return "place";
+  }
+
+  std::string_view operator()(const placement_answer& a) {
+    detail::write_placement_answer(pk, a);
+    return "placed";
+  }
 };
 
 std::string_view kind_of(const cluster_message& m) {
@@ -186,6 +202,8 @@ std::string_view kind_of(const cluster_message& m) {
     std::string_view operator()(const cluster_ack&) { return "ack"; }
     std::string_view operator()(const prefix_update&) { return "prefix"; }
     std::string_view operator()(const response_update&) { return "responses"; }
+    std::string_view operator()(const placement_ask&) { return "place"; }
+    std::string_view operator()(const placement_answer&) { return "placed"; }
   };
   return std::visit(namer{}, m.body);
 }
@@ -404,6 +422,7 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
     in.get("pfx", h.prefix_block_bytes);
     in.get("again", h.again);
     in.get("resp", h.responses);
+    in.get("plc", h.placement);
     m.body = std::move(h);
     return in.ok();
   }
@@ -486,6 +505,22 @@ bool read_body(std::string_view kind, const msgpack::object* o, cluster_message&
       return false;
     }
     m.body = std::move(u);
+    return true;
+  }
+  if (kind == "place") {
+    placement_ask a;
+    if (!detail::read_placement_ask(body, a, why)) {
+      return false;
+    }
+    m.body = std::move(a);
+    return true;
+  }
+  if (kind == "placed") {
+    placement_answer a;
+    if (!detail::read_placement_answer(body, a, why)) {
+      return false;
+    }
+    m.body = std::move(a);
     return true;
   }
   why = "unknown message kind '" + std::string(kind) + "'";

@@ -78,6 +78,9 @@ struct cluster_hello {
   /// The sender reads `response_update`s (docs/cluster.md, "Responses affinity"): only such
   /// members are sent them. Written only when set.
   bool responses = false;
+  /// The sender answers `placement_ask`s (docs/cluster.md, "Placement by owner"): it may be
+  /// the owner of a prefix group, and only such members are asked. Written only when set.
+  bool placement = false;
 };
 
 /// Registry records: the sender's whole state (`full`, on a new link or when digests differ),
@@ -140,6 +143,27 @@ struct response_update {
   bool snapshot = false;
 };
 
+/// A pick asks the owner of its prompt's prefix group where to send it (docs/cluster.md,
+/// "Placement by owner"). Hashes and worker ids only: the prompt never leaves its node.
+struct placement_ask {
+  std::uint64_t id = 0;                ///< Numbers the sender's asks; the answer repeats it.
+  std::string role;                    ///< The role of the asking policy (`regular`, ...).
+  std::uint32_t block_bytes = 0;       ///< The sender's block size (the chain's).
+  std::uint64_t head = 0;              ///< The prompt's rank seed (its first 512 bytes' hash).
+  std::uint64_t prompt_bytes = 0;      ///< The prompt's length (what a match is weighed against).
+  std::vector<std::uint64_t> chain;    ///< The prompt's chained block hashes, first block first.
+  std::vector<std::string> candidates; ///< Eligible workers the asker may send it to.
+  /// Not on the wire: the member asked (between a policy and its cluster node).
+  std::string owner;
+};
+
+/// The owner's answer to a `placement_ask`: the worker it chose (and recorded in its view, so
+/// the next asker hears the same), or none (it could not decide: the asker decides itself).
+struct placement_answer {
+  std::uint64_t id = 0;
+  std::string worker; ///< Empty: no decision.
+};
+
 /// The sender leaves the cluster (graceful shutdown): peers drop it at once.
 struct cluster_bye {};
 
@@ -158,7 +182,7 @@ struct cluster_message {
   std::uint64_t incarnation = 0; ///< Random per process start: tells a restarted node apart.
   std::int64_t sent_ms = 0;      ///< Sender's wall clock.
   std::variant<cluster_hello, registry_sync, load_report, cluster_bye, cluster_ack, prefix_update,
-               response_update>
+               response_update, placement_ask, placement_answer>
       body;
 };
 

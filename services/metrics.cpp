@@ -151,6 +151,17 @@ struct metrics::impl {
           .Name("troupe_cluster_prefix_evicted_total")
           .Help("Prefix blocks the shared prefix view of a policy evicted at its limits")
           .Register(*registry);
+  prom::Family<prom::Counter>& cluster_placement =
+      prom::BuildCounter()
+          .Name("troupe_cluster_placement_total")
+          .Help("Placement asks between nodes by outcome (delegated, answered, unreachable, "
+                "expired, late)")
+          .Register(*registry);
+  prom::Family<prom::Histogram>& cluster_placement_seconds =
+      prom::BuildHistogram()
+          .Name("troupe_cluster_placement_seconds")
+          .Help("Time from a placement ask to the owner's answer")
+          .Register(*registry);
   prom::Family<prom::Gauge>& response_affinity_ids =
       prom::BuildGauge()
           .Name("troupe_response_affinity_ids")
@@ -201,6 +212,10 @@ struct metrics::impl {
   prom::Gauge& members_down = cluster_members.Add({{"state", "down"}});
   prom::Histogram& propagation = cluster_propagation.Add({}, propagation_buckets);
   prom::Histogram& load_age = cluster_load_age.Add({}, propagation_buckets);
+  child_cache<prom::Counter> placement_by{{"outcome"}, adder(cluster_placement)};
+  prom::Histogram& placement_rtt = cluster_placement_seconds.Add(
+      {}, prom::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01,
+                                            0.025, 0.05, 0.1});
 
   std::mutex mailbox_mx;
   std::unordered_map<std::string, prom::Gauge*> mailbox_by_actor;
@@ -277,6 +292,14 @@ void metrics::on_cluster_prefix_bytes(std::string_view direction, std::uint64_t 
 
 void metrics::on_cluster_prefix_hashes(std::string_view outcome, std::uint64_t n) {
   impl_->prefix_hashes_by.get({outcome}).Increment(static_cast<double>(n));
+}
+
+void metrics::on_cluster_placement(std::string_view outcome) {
+  impl_->placement_by.get({outcome}).Increment();
+}
+
+void metrics::on_cluster_placement_latency(std::chrono::duration<double> rtt) {
+  impl_->placement_rtt.Observe(rtt.count());
 }
 
 void metrics::set_cluster_prefix_view(std::string_view policy, std::size_t blocks,

@@ -115,6 +115,15 @@ public:
   /// does not serve).
   void on_cluster_prefix_hashes(std::string_view outcome, std::uint64_t n);
 
+  /// Placement by owner (docs/cluster.md): `troupe_cluster_placement_total{outcome}`
+  /// (`delegated`: asked a member, `answered`: answered a member's ask as owner, `unreachable`:
+  /// the owner could not be asked, `expired`: no answer came, `late`: an answer came after its
+  /// ask expired).
+  void on_cluster_placement(std::string_view outcome);
+
+  /// The time from a placement ask to its answer: `troupe_cluster_placement_seconds`.
+  void on_cluster_placement_latency(std::chrono::duration<double> rtt);
+
   /// What policy `policy`'s shared prefix view holds: `troupe_cluster_prefix_blocks{policy}`,
   /// and `evicted` more blocks it evicted: `troupe_cluster_prefix_evicted_total{policy}`.
   void set_cluster_prefix_view(std::string_view policy, std::size_t blocks, std::uint64_t evicted);

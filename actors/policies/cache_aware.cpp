@@ -5,8 +5,10 @@
 #include "actors/policies/shared_prefix_view.hpp"
 #include "actors/policies/strategy.hpp"
 #include "actors/policies/tenant_map.hpp"
+#include "protocol/placement_wire.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <random>
@@ -28,11 +30,15 @@ namespace {
 /// match: a pick costs the same with 4 workers or 4,000. In a cluster a shared prefix view
 /// (`shared_prefix_view.hpp`) adds, in both modes, what the other nodes sent each worker: a
 /// match is the longer of the tree's and the view's, a worker's text the larger, and the
-/// holders of the view's longest match are looked at too.
+/// holders of the view's longest match are looked at too. With placement by owner
+/// (docs/cluster.md) a pick may be placed by the node owning its prompt's prefix group
+/// (`placement_query`, `place`), and this node decides the picks of the groups it owns for the
+/// others (`decide`), counting each worker it chose for another node as one more request in
+/// flight there until that node's load report can cover it.
 class cache_aware final : public strategy {
 public:
-  explicit cache_aware(const policy_config& cfg)
-      : cfg_(cfg), scored_(cfg.cache_aware_mode != "smg") {
+  cache_aware(const policy_config& cfg, clock_fn now)
+      : cfg_(cfg), scored_(cfg.cache_aware_mode != "smg"), now_(std::move(now)) {
     if (cfg.prefix_block_bytes > 0) {
       view_.emplace(shared_prefix_view::settings{cfg.prefix_block_bytes,
                                                  cfg.prefix_max_blocks_per_worker,
@@ -54,6 +60,7 @@ public:
     if (view_ && !text.empty()) {
       view_->hash(text);
     }
+    expire_reservations();
     std::size_t k;
     if (scored_ && !text.empty()) {
       k = scored_pick(cands, sel, text);
@@ -112,6 +119,128 @@ public:
     });
   }
 
+  bool placement_query(const std::vector<const worker_entry*>& cands, const selection& sel,
+                       bool every, protocol::placement_ask& ask) override {
+    if (!view_) {
+      return false;
+    }
+    auto text = prompt_text(sel.prompt, joined_);
+    if (text.empty()) {
+      return false;
+    }
+    eligible_sample(cands, sel, rng_, sample_);
+    if (sample_.empty()) {
+      return false;
+    }
+    view_->hash(text);
+    auto ok = accepted(cands, sel);
+    auto matched = tree_.match(text, ok, holders_, sample_size);
+    matched = view_->widen(matched, ok, holders_, sample_size);
+    const auto worth = static_cast<double>(text.size()) * cfg_.cache_threshold;
+    if (!every && matched > 0 && static_cast<double>(matched) >= worth) {
+      return false; // a worker holds enough of it: this node's pick follows it
+    }
+    ++placement_asked_;
+    ask.block_bytes = static_cast<std::uint32_t>(view_->block_bytes());
+    ask.head = view_->head();
+    ask.prompt_bytes = text.size();
+    auto& chain = view_->chain();
+    ask.chain.assign(chain.begin(),
+                     chain.begin() + static_cast<std::ptrdiff_t>(
+                                         std::min(chain.size(), protocol::placement_max_chain)));
+    ask.candidates.clear();
+    scored_index_ = sample_;
+    for (auto t : holders_) {
+      if (auto k = position(cands, tenants_.entry(t)); k != npos) {
+        scored_index_.push_back(k);
+      }
+    }
+    std::sort(scored_index_.begin(), scored_index_.end());
+    scored_index_.erase(std::unique(scored_index_.begin(), scored_index_.end()),
+                        scored_index_.end());
+    for (auto i : scored_index_) {
+      ask.candidates.push_back(cands[i]->id);
+    }
+    return true;
+  }
+
+  std::size_t place(const std::vector<const worker_entry*>& cands, const selection& sel,
+                    std::string_view worker) override {
+    auto* t = view_ ? tenants_.find(worker) : nullptr;
+    auto k = t ? position(cands, tenants_.entry(*t)) : npos;
+    if (k == npos || !eligible(*cands[k], sel)) {
+      ++placement_refused_; // left, or not this pick's to take any more: decided here
+      return npos;
+    }
+    auto text = prompt_text(sel.prompt, joined_);
+    if (!text.empty()) {
+      view_->hash(text);
+      tree_.insert(text, *t, cfg_.max_tree_size);
+      view_->record(*t, cands[k]->id);
+    }
+    ++placement_placed_;
+    return k;
+  }
+
+  std::string decide(const protocol::placement_ask& ask) override {
+    if (!view_ || ask.block_bytes != view_->block_bytes()) {
+      return {};
+    }
+    expire_reservations();
+    view_->use(ask.chain, ask.head);
+    owned_.clear();
+    for (auto& id : ask.candidates) {
+      auto* t = tenants_.find(id);
+      auto* w = t ? tenants_.entry(*t) : nullptr;
+      if (!w || !w->live->routable()) {
+        continue; // not known here (yet), or down as this node sees it
+      }
+      if (scoring_.size() <= *t) {
+        scoring_.resize(tenants_.capacity(), 0);
+        lengths_.resize(tenants_.capacity(), 0);
+      }
+      if (!scoring_[*t]) {
+        scoring_[*t] = 1;
+        owned_.push_back({*t, w});
+      }
+    }
+    if (owned_.empty()) {
+      return {};
+    }
+    view_->match_each([&](radix_tree::tenant t) { return t < scoring_.size() && scoring_[t]; },
+                      [&](radix_tree::tenant t, std::size_t bytes) { lengths_[t] = bytes; });
+    const auto bytes = static_cast<double>(ask.prompt_bytes);
+    const auto worth = bytes * cfg_.cache_threshold;
+    std::size_t longest = 0;
+    scored_cands_.clear();
+    for (auto& [t, w] : owned_) {
+      auto matched = lengths_[t];
+      scoring_[t] = 0;
+      lengths_[t] = 0;
+      if (matched == 0 || static_cast<double>(matched) < worth) {
+        matched = 0;
+      }
+      longest = std::max(longest, matched);
+      scored_cands_.push_back({matched, w->live->load() + reserved(t), held(t)});
+    }
+    auto rank_of = [&](std::size_t j) { return view_->rank(owned_[j].second->id); };
+    std::size_t j;
+    if (scored_) {
+      if (bytes > 0) {
+        mean_prompt_ = mean_prompt_ == 0 ? bytes : mean_prompt_ + (bytes - mean_prompt_) / 64;
+      }
+      j = longest == 0 ? first_sight_of(rank_of)
+                       : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
+    } else {
+      j = smg_choice(longest, rank_of);
+    }
+    auto [t, w] = owned_[j];
+    view_->record(t, w->id);
+    reserve(t);
+    ++placement_decided_;
+    return w->id;
+  }
+
   void on_fleet(const fleet_snapshot& fleet, const fleet_change* change,
                 protocol::worker_type role) override {
     // O(workers that came or went) by the snapshot's change; a worker that left takes its
@@ -143,7 +272,13 @@ public:
                           {"most_room", cache_misses_},
                           {"imbalanced", imbalanced_},
                           {"no_prompt", no_prompt_},
-                          {"spilled", spilled_}}}};
+                          {"spilled", spilled_}}},
+                        {"placement",
+                         {{"asked", placement_asked_},
+                          {"placed", placement_placed_},
+                          {"refused", placement_refused_},
+                          {"decided", placement_decided_},
+                          {"reserved", reservations_.size()}}}};
     if (view_) {
       j["shared_view"] = view_->describe();
     }
@@ -214,7 +349,7 @@ private:
         matched = 0;
       }
       longest = std::max(longest, matched);
-      scored_cands_.push_back({matched, cands[i]->live->load(), held(t)});
+      scored_cands_.push_back({matched, cands[i]->live->load() + reserved(t), held(t)});
     }
     // The running mean prompt: what one request queued at a worker is taken to cost.
     const auto bytes = static_cast<double>(text.size());
@@ -242,24 +377,100 @@ private:
   /// `scored_index_` (and `scored_cands_`). In a group larger than the sample, nodes draw
   /// different samples and agree less.
   std::size_t first_sight(const std::vector<const worker_entry*>& cands) const {
+    return first_sight_of([&](std::size_t j) { return view_->rank(cands[scored_index_[j]]->id); });
+  }
+
+  /// The rule of `first_sight` over `scored_cands_`, `rank_of(j)` the rank of the j-th.
+  template <class Rank> std::size_t first_sight_of(Rank rank_of) const {
+    auto load_of = [&](std::size_t j) {
+      return static_cast<std::size_t>(std::max(0, scored_cands_[j].load));
+    };
     std::size_t lo = SIZE_MAX;
-    for (auto i : scored_index_) {
-      lo = std::min(lo, load(cands, i));
+    for (std::size_t j = 0; j < scored_cands_.size(); ++j) {
+      lo = std::min(lo, load_of(j));
     }
     std::size_t k = npos;
     std::pair<std::size_t, std::uint64_t> kb{};
-    for (std::size_t j = 0; j < scored_index_.size(); ++j) {
-      auto i = scored_index_[j];
-      if (load(cands, i) > lo + 1) {
+    for (std::size_t j = 0; j < scored_cands_.size(); ++j) {
+      if (load_of(j) > lo + 1) {
         continue;
       }
-      std::pair b{scored_cands_[j].tree_bytes, view_->rank(cands[i]->id)};
+      std::pair b{scored_cands_[j].tree_bytes, rank_of(j)};
       if (k == npos || b < kb) {
         k = j;
         kb = b;
       }
     }
     return k;
+  }
+
+  /// `smg` mode as the owner, over `scored_cands_` (`longest` the longest match kept): the
+  /// holder of the longest match the prompt ranks first when it covers `cache_threshold` of the
+  /// prompt; else, when the load is imbalanced, the least loaded; else the most room, then rank.
+  template <class Rank> std::size_t smg_choice(std::size_t longest, Rank rank_of) const {
+    auto& c = scored_cands_;
+    std::size_t k = 0;
+    auto better = [&](std::size_t j, auto key) { return key(j) < key(k); };
+    if (longest > 0) {
+      k = npos;
+      for (std::size_t j = 0; j < c.size(); ++j) {
+        if (c[j].matched == longest &&
+            (k == npos || std::pair{rank_of(j), c[j].load} < std::pair{rank_of(k), c[k].load})) {
+          k = j;
+        }
+      }
+      return k;
+    }
+    int lo = c.front().load;
+    int hi = lo;
+    for (auto& x : c) {
+      lo = std::min(lo, x.load);
+      hi = std::max(hi, x.load);
+    }
+    bool imbalanced =
+        static_cast<std::size_t>(std::max(0, hi - lo)) > cfg_.balance_abs_threshold &&
+        static_cast<double>(hi) > cfg_.balance_rel_threshold * static_cast<double>(lo);
+    for (std::size_t j = 1; j < c.size(); ++j) {
+      if (imbalanced ? better(j,
+                              [&](std::size_t i) {
+                                return std::pair{c[i].load, c[i].tree_bytes};
+                              })
+                     : better(j, [&](std::size_t i) {
+                         return std::pair{c[i].tree_bytes, rank_of(i)};
+                       })) {
+        k = j;
+      }
+    }
+    return k;
+  }
+
+  /// Requests this node counts at tenant `t` for the workers it chose for other nodes.
+  int reserved(radix_tree::tenant t) const { return t < reserved_.size() ? reserved_[t] : 0; }
+
+  void reserve(radix_tree::tenant t) {
+    if (cfg_.placement_reserve.count() <= 0 || !now_) {
+      return;
+    }
+    if (reserved_.size() <= t) {
+      reserved_.resize(t + 1, 0);
+    }
+    ++reserved_[t];
+    reservations_.push_back({now_() + cfg_.placement_reserve, t});
+  }
+
+  /// Reservations older than `placement_reserve` end: the asker's load report covers them now.
+  void expire_reservations() {
+    if (reservations_.empty()) {
+      return;
+    }
+    auto now = now_();
+    while (!reservations_.empty() && reservations_.front().until <= now) {
+      auto t = reservations_.front().t;
+      if (t < reserved_.size() && reserved_[t] > 0) {
+        --reserved_[t];
+      }
+      reservations_.pop_front();
+    }
   }
 
   /// The tenant of candidate `w`.
@@ -285,7 +496,8 @@ private:
   }
 
   std::size_t load(const std::vector<const worker_entry*>& cands, std::size_t i) const {
-    return static_cast<std::size_t>(std::max(0, cands[i]->live->load()));
+    auto* t = reservations_.empty() ? nullptr : tenants_.find(*cands[i]);
+    return static_cast<std::size_t>(std::max(0, cands[i]->live->load() + (t ? reserved(*t) : 0)));
   }
 
   /// Bytes of prompt text tenant `t` holds: per the tree (this node's prompts), or per the
@@ -371,12 +583,29 @@ private:
   std::uint64_t cache_misses_ = 0;
   std::uint64_t imbalanced_ = 0;
   std::uint64_t no_prompt_ = 0;
+  clock_fn now_;
+  /// A worker chosen for another node's pick, counted as in flight there until `until`.
+  struct reservation {
+    std::chrono::steady_clock::time_point until;
+    radix_tree::tenant t;
+  };
+  std::deque<reservation> reservations_; ///< Oldest first.
+  std::vector<int> reserved_;            ///< By tenant: reservations held.
+  /// Scratch of `decide`: the asker's candidates known here.
+  std::vector<std::pair<radix_tree::tenant, const worker_entry*>> owned_;
+  std::uint64_t placement_asked_ = 0;   ///< Picks that asked the owner (or were the owner's).
+  std::uint64_t placement_placed_ = 0;  ///< Picks placed on the owner's answer.
+  std::uint64_t placement_refused_ = 0; ///< Answers that were no candidate any more.
+  std::uint64_t placement_decided_ = 0; ///< Asks of other nodes this node decided as owner.
 };
 
 } // namespace
 
-std::unique_ptr<strategy> make_cache_aware(const policy_config& cfg) {
-  return std::make_unique<cache_aware>(cfg);
+std::unique_ptr<strategy> make_cache_aware(const policy_config& cfg, clock_fn now) {
+  if (!now) {
+    now = [] { return std::chrono::steady_clock::now(); };
+  }
+  return std::make_unique<cache_aware>(cfg, std::move(now));
 }
 
 } // namespace troupe::actors

@@ -74,6 +74,14 @@ struct policy_config {
   std::size_t prefix_max_blocks = std::size_t{1} << 20;
   /// Hashes this node's picks may leave waiting for the next gossip tick; more are dropped.
   std::size_t prefix_max_pending = 32768;
+  /// Placement by owner (docs/cluster.md): `off`, `first` (a prompt no worker holds enough of
+  /// is placed by the owner of its prefix group) or `all` (every pick of a prompt is).
+  std::string cluster_placement = "off";
+  /// How long a pick waits for the owner's answer before it decides itself.
+  std::chrono::milliseconds placement_timeout{50};
+  /// How long an owner counts a worker it chose for another node as one more request in
+  /// flight there (until that node's load report covers it: about a gossip interval).
+  std::chrono::milliseconds placement_reserve{100};
 };
 
 } // namespace troupe::actors

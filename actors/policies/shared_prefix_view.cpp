@@ -34,6 +34,11 @@ void shared_prefix_view::hash(std::string_view text) {
   head_ = n > 0 ? chain_[n - 1] : XXH3_64bits(text.data(), text.size());
 }
 
+void shared_prefix_view::use(const std::vector<std::uint64_t>& chain, std::uint64_t head) {
+  chain_ = chain;
+  head_ = head;
+}
+
 std::size_t shared_prefix_view::match_each(const std::function<bool(tenant)>& eligible,
                                            const std::function<void(tenant, std::size_t)>& held) {
   const auto bb = s_.block_bytes;

@@ -55,6 +55,20 @@ public:
   /// Hashes the prompt of the pick at hand; `match`, `record` and `rank` work on it.
   void hash(std::string_view text);
 
+  /// The prompt at hand is one another node hashed (a placement ask: its `chain` and rank
+  /// seed `head`); `match`, `record` and `rank` work on it.
+  void use(const std::vector<std::uint64_t>& chain, std::uint64_t head);
+
+  /// The prompt at hand's chained block hashes, first block first.
+  const std::vector<std::uint64_t>& chain() const noexcept { return chain_; }
+
+  /// The prompt at hand's rank seed (the same on every node; it also names the prompt's
+  /// owner, docs/cluster.md "Placement by owner").
+  std::uint64_t head() const noexcept { return head_; }
+
+  /// The view's block size.
+  std::size_t block_bytes() const noexcept { return s_.block_bytes; }
+
   /// Widens the tree's answer (`matched` bytes, held by `holders`) by the view's, over the
   /// tenants `eligible` accepts: when one holds more of the prompt per the view, it and its
   /// peers at that length become the holders; those holding as much as the tree's holders join

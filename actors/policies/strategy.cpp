@@ -81,7 +81,7 @@ std::unique_ptr<strategy> make_strategy(std::string_view name, const policy_conf
     return make_power_of_two();
   }
   if (name == "cache_aware") {
-    return make_cache_aware(cfg);
+    return make_cache_aware(cfg, std::move(now));
   }
   if (name == "consistent_hash" || name == "consistent_hashing") {
     return make_consistent_hash();

@@ -67,6 +67,29 @@ public:
   /// Merges what another node's picks recorded (strategies without a view ignore it).
   virtual void merge_prefixes(const protocol::prefix_update& update) {}
 
+  // -- placement by owner (docs/cluster.md): strategies without a view keep the defaults --
+
+  /// Whether this pick's prompt is for the owner of its prefix group to place: every pick of
+  /// a prompt (`every`), or only one no candidate holds enough of. When so, fills `ask` with
+  /// what the owner needs (block hashes, rank seed, length, the candidates looked at) and
+  /// returns true; the pick then comes by `place` (or `pick`, when no answer comes).
+  virtual bool placement_query(const std::vector<const worker_entry*>& candidates,
+                               const selection& sel, bool every, protocol::placement_ask& ask) {
+    return false;
+  }
+
+  /// The owner chose `worker` for this pick: its index in `candidates`, the prompt recorded for
+  /// it as a pick's would be, when it may take the request; else npos (decide by `pick`).
+  virtual std::size_t place(const std::vector<const worker_entry*>& candidates,
+                            const selection& sel, std::string_view worker) {
+    return npos;
+  }
+
+  /// As the owner of `ask`'s prefix group: the worker the prompt goes to, recorded in the view
+  /// (so the next ask gets the same answer) and sent to the members like a pick's blocks; empty
+  /// when none of the candidates is known here.
+  virtual std::string decide(const protocol::placement_ask& ask) { return {}; }
+
   /// The strategy's own state for the admin endpoint (cursor, ...).
   virtual nlohmann::json describe() const = 0;
 };
@@ -102,7 +125,7 @@ std::unique_ptr<strategy> make_power_of_two();
 
 /// Prefix-cache affinity: the worker that already holds most of the prompt, while the load is
 /// balanced (docs/policies.md).
-std::unique_ptr<strategy> make_cache_aware(const policy_config& cfg);
+std::unique_ptr<strategy> make_cache_aware(const policy_config& cfg, clock_fn now = {});
 
 /// A hash ring over the workers keyed by the request's routing key; power of two without a key
 /// (docs/policies.md).

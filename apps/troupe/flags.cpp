@@ -381,6 +381,15 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
                  "Prefix blocks this node's picks placed most recently that a member linking "
                  "later is sent (0: none; a newcomer then learns from later picks only)")
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
+  app.add_option("--cluster-placement", cfg.policy_tuning.cluster_placement,
+                 "cache_aware in a cluster: who places a prompt's pick. off: this node; first: "
+                 "the owner of the prompt's prefix group when no worker holds enough of it; all: "
+                 "the owner, every pick of a prompt (docs/cluster.md, \"Placement by owner\")")
+      ->check(CLI::IsMember({"off", "first", "all"}));
+  double placement_timeout_ms = static_cast<double>(cfg.policy_tuning.placement_timeout.count());
+  app.add_option("--cluster-placement-timeout-ms", placement_timeout_ms,
+                 "A pick waits this long for the owner's answer, then decides by itself")
+      ->check(CLI::Range(1.0, 1000.0));
   // The Responses affinity (docs/configuration.md, "Responses API"; docs/cluster.md).
   app.add_option("--response-affinity-capacity", cfg.response_affinity_capacity,
                  "Response ids whose worker a node remembers (the oldest forgotten first); on a "
@@ -409,6 +418,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     exit_code = 2;
     return std::nullopt;
   }
+  cfg.policy_tuning.placement_timeout =
+      std::chrono::milliseconds{static_cast<long long>(placement_timeout_ms)};
   cfg.cluster_heartbeat = secs(cluster_heartbeat);
   cfg.cluster_timeout = secs(cluster_timeout);
   cfg.cluster_gossip = secs(cluster_gossip);

@@ -23,9 +23,11 @@ struct cache_aware_fixture : fixture {
   test::fake_fleet workers{3};
   std::shared_ptr<actors::fleet_snapshot> snap;
 
-  cache_aware_fixture() {
+  /// `placement`: the policy's `--cluster-placement` (docs/cluster.md, "Placement by owner").
+  explicit cache_aware_fixture(const std::string& placement = "off") {
     actors::policy_config cfg;
     cfg.prefix_block_bytes = 16;
+    cfg.cluster_placement = placement;
     for (auto& w : workers.entries) {
       w->models = {"m"}; // a worker serving nothing is never picked
     }

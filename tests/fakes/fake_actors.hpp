@@ -221,6 +221,10 @@ spawn_fake_policy(caf::actor_system& sys,
         [](prefix_atom, bool) { return actors::prefix_drain{}; },
         [](prefix_atom, const protocol::prefix_update&) {},
         [](prefix_atom, actors::prefix_sink&) {},
+        [](placement_atom, const protocol::placement_ask& a) {
+          return protocol::placement_answer{a.id, {}};
+        },
+        [](placement_atom, actors::placement_setup&) {},
     };
   });
 }
