@@ -17,12 +17,6 @@ RUN BUILD_DIR=/tmp/build scripts/build.sh troupe troupe-sim \
     && rm -rf /tmp/build \
     && mkdir -p /var/lib/troupe
 
-# glibc's per-size cache of freed chunks (7 a size by default) runs dry when the heap holds
-# thousands of workers' connections, and malloc falls back to walking cold bins: at 4,000
-# workers a larger cache takes 39% of the CPU per request, RSS unchanged (docs/performance.md,
-# "c=64 at 4,000 workers"; bench/fleet_malloc.py).
-ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=1024
-
 # API, metrics, cluster port.
 EXPOSE 30000 29000 7000
 CMD ["troupe", "--host", "0.0.0.0"]

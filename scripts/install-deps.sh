@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git curl ca-certificates clang-format
   libcaf-dev libboost-dev libmsgpack-cxx-dev nlohmann-json3-dev catch2 libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libssl-dev openssl libcaf-openssl0.17 zlib1g-dev
-  libxxhash-dev
+  libxxhash-dev libjemalloc-dev
   wrk nginx-light prometheus docker-compose python3 procps iproute2 gnuplot-nox
   clang-14 libclang-rt-14-dev llvm-14
 )
