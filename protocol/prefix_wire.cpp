@@ -1,25 +1,15 @@
 #include "protocol/prefix_wire.hpp"
 
+#include "protocol/msgpack_fields.hpp"
+
 #include <cstring>
 
 namespace troupe::protocol {
 
 namespace {
 
-void put(msgpack::packer<msgpack::sbuffer>& pk, std::string_view s) {
-  pk.pack_str(static_cast<std::uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
-}
-
-const msgpack::object* field(const msgpack::object& map, std::string_view key) {
-  for (std::uint32_t i = 0; i < map.via.map.size; ++i) {
-    auto& k = map.via.map.ptr[i].key;
-    if (k.type == msgpack::type::STR && std::string_view{k.via.str.ptr, k.via.str.size} == key) {
-      return &map.via.map.ptr[i].val;
-    }
-  }
-  return nullptr;
-}
+using msgpack_fields::field;
+using msgpack_fields::put;
 
 } // namespace
 

@@ -1,13 +1,12 @@
 #include "protocol/response_wire.hpp"
 
+#include "protocol/msgpack_fields.hpp"
+
 namespace troupe::protocol {
 
 namespace {
 
-void put(msgpack::packer<msgpack::sbuffer>& pk, std::string_view s) {
-  pk.pack_str(static_cast<std::uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
-}
+using msgpack_fields::put;
 
 /// Bytes one pair takes: two strings with their (at most 5-byte) headers.
 std::size_t pair_size(const std::pair<std::string, std::string>& p) noexcept {
