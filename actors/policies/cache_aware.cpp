@@ -149,15 +149,7 @@ public:
                      chain.begin() + static_cast<std::ptrdiff_t>(
                                          std::min(chain.size(), protocol::placement_max_chain)));
     ask.candidates.clear();
-    scored_index_ = sample_;
-    for (auto t : holders_) {
-      if (auto k = position(cands, tenants_.entry(t)); k != npos) {
-        scored_index_.push_back(k);
-      }
-    }
-    std::sort(scored_index_.begin(), scored_index_.end());
-    scored_index_.erase(std::unique(scored_index_.begin(), scored_index_.end()),
-                        scored_index_.end());
+    collect_scored(cands);
     for (auto i : scored_index_) {
       ask.candidates.push_back(cands[i]->id);
     }
@@ -295,6 +287,21 @@ private:
     };
   }
 
+  /// `scored_index_`: the sampled candidates and the candidates among `holders_`, as positions
+  /// in `cands`, each once, in candidate order (so ties go to the first candidate, as in a scan
+  /// of the list).
+  void collect_scored(const std::vector<const worker_entry*>& cands) {
+    scored_index_ = sample_;
+    for (auto t : holders_) {
+      if (auto k = position(cands, tenants_.entry(t)); k != npos) {
+        scored_index_.push_back(k);
+      }
+    }
+    std::sort(scored_index_.begin(), scored_index_.end());
+    scored_index_.erase(std::unique(scored_index_.begin(), scored_index_.end()),
+                        scored_index_.end());
+  }
+
   /// `score` mode: what each candidate looked at holds of `text`, weighed against its queue.
   /// Looked at: the sample, and the holders of the longest match among all the eligible
   /// candidates (a sample of a large group would miss them).
@@ -306,16 +313,7 @@ private:
       // The holders of the view's longest match (other nodes' picks) are looked at too.
       view_->add_holders(ok, holders_, 2 * sample_size);
     }
-    scored_index_ = sample_;
-    for (auto t : holders_) {
-      if (auto k = position(cands, tenants_.entry(t)); k != npos) {
-        scored_index_.push_back(k);
-      }
-    }
-    // In candidate order, so ties go to the first candidate, as in a scan of the list.
-    std::sort(scored_index_.begin(), scored_index_.end());
-    scored_index_.erase(std::unique(scored_index_.begin(), scored_index_.end()),
-                        scored_index_.end());
+    collect_scored(cands);
     for (auto i : scored_index_) {
       auto t = tenant_for(*cands[i]);
       if (scoring_.size() <= t) {
