@@ -206,12 +206,7 @@ public:
     std::size_t longest = 0;
     scored_cands_.clear();
     for (auto& [t, w] : owned_) {
-      auto matched = lengths_[t];
-      scoring_[t] = 0;
-      lengths_[t] = 0;
-      if (matched == 0 || static_cast<double>(matched) < worth) {
-        matched = 0;
-      }
+      auto matched = take_match(t, worth);
       longest = std::max(longest, matched);
       scored_cands_.push_back({matched, w->live->load() + reserved(t), held(t)});
     }
@@ -287,6 +282,16 @@ private:
     };
   }
 
+  /// Tenant `t`'s matched length gathered into `lengths_` by a match, as a score counts it (a
+  /// match below `worth`, the cache threshold's share of the prompt, counts as none); clears
+  /// its marks, so `scoring_` and `lengths_` are all 0 again between picks.
+  std::size_t take_match(radix_tree::tenant t, double worth) {
+    auto matched = lengths_[t];
+    scoring_[t] = 0;
+    lengths_[t] = 0;
+    return matched == 0 || static_cast<double>(matched) < worth ? 0 : matched;
+  }
+
   /// `scored_index_`: the sampled candidates and the candidates among `holders_`, as positions
   /// in `cands`, each once, in candidate order (so ties go to the first candidate, as in a scan
   /// of the list).
@@ -340,12 +345,7 @@ private:
     std::size_t longest = 0;
     for (auto i : scored_index_) {
       auto t = tenant_for(*cands[i]);
-      auto matched = lengths_[t];
-      scoring_[t] = 0; // all 0 again between picks
-      lengths_[t] = 0;
-      if (matched == 0 || static_cast<double>(matched) < worth) {
-        matched = 0;
-      }
+      auto matched = take_match(t, worth);
       longest = std::max(longest, matched);
       scored_cands_.push_back({matched, cands[i]->live->load() + reserved(t), held(t)});
     }
