@@ -4,15 +4,17 @@
   many     N concurrent streamed chats (default 9,900) against simulators with long outputs:
            the gateway's peak RSS, its RSS per stream, and every request's outcome.
   ttft     the time to first token the gateway adds at C concurrent streams (default 256):
-           troupe-bench straight to the simulator and through troupe, interleaved rounds; the
-           difference of the TTFT percentiles, per round, then the median.
+           by default paired (one troupe-bench run, C streams straight to the simulator and C
+           through troupe at once, so both meet the same load); `--ttft-mode sequential`: a run
+           each, interleaved. The difference of the TTFT percentiles, per round, then the median.
   prompts  non-streamed requests/s with 100 KB prompts against 1 KB prompts at concurrency 64,
            through troupe and direct, interleaved rounds, against a fake worker (nginx with a
            canned answer, bench/fake_worker.py) that does not read the prompt: the simulator
            tokenizes every prompt and would be what the run measures.
 
 Usage: bench/streams_bench.py [many|ttft|prompts ...] [--rounds 3] [--streams 9900]
-           [--ttft-concurrency 256] [--build build] [--json out.json]
+           [--ttft-concurrency 256] [--ttft-mode paired|sequential] [--build build]
+           [--json out.json]
 N streams are 2N sockets in the gateway (client and worker side): the processes' open-file
 limit (`ulimit -n`, raised to the hard limit by troupe-bench) must allow it. On the machines of
 docs/performance.md the hard limit is 20,000, so 9,900 streams is the most one node can hold.
@@ -137,7 +139,14 @@ def many(args, results):
 
 
 def ttft(args, results):
-    """TTFT through troupe minus TTFT direct, at C concurrent streams."""
+    """The TTFT the gateway adds at C concurrent streams through it.
+
+    paired (default): one troupe-bench run sends 2C streams round robin over the simulator
+    directly and through troupe, at once: both halves meet the same simulator load and the
+    same machine noise, so the difference of their TTFTs (per-URL figures of one stage) is the
+    gateway's. sequential: a run direct, then a run through troupe, C streams each (what was
+    measured before: the spread between runs is larger than the effect on a shared machine).
+    """
     procs = Procs(args.build)
     try:
         # A token every 100 ms: 256 streams are ~2,500 events/s, which leaves the machine's
@@ -145,28 +154,40 @@ def ttft(args, results):
         sim = procs.sim("--ttft-base-ms", 20, "--prefill-us-per-token", 0, "--itl-ms", 100,
                         "--output-tokens", 20)
         gw, _ = procs.troupe([sim])
-        common = ["--concurrency", args.ttft_concurrency, "--duration", args.duration,
+        paired = args.ttft_mode == "paired"
+        streams = args.ttft_concurrency * (2 if paired else 1)
+        common = ["--concurrency", streams, "--duration", args.duration,
                   "--warmup", 2, "--max-tokens", 20, "--system-prompts", 4,
                   "--system-prompt-tokens", 200, "--users", 256]
         rows = []
         for r in range(args.rounds):
             row = {}
-            for name, url in (("direct", sim), ("troupe", gw)):
-                s = bench(args.build, "--url", url, *common)
-                row[name] = {k: s["ttft_ms"][k] for k in ("p50", "p90", "p99")}
-                row[name]["failed"] = s["failed"]
-                row[name]["rps"] = s["throughput"]["requests_per_s"]
+            if paired:
+                s = bench(args.build, "--url", f"{sim},{gw}", *common)
+                for name, t in zip(("direct", "troupe"), s["targets"]):
+                    row[name] = {k: t["ttft_ms"][k] for k in ("p50", "p90", "p99")}
+                    row[name]["failed"] = t["requests"] - t["ok"]
+                    row[name]["streams"] = t["ttft_ms"]["count"]
+            else:
+                for name, url in (("direct", sim), ("troupe", gw)):
+                    s = bench(args.build, "--url", url, *common)
+                    row[name] = {k: s["ttft_ms"][k] for k in ("p50", "p90", "p99")}
+                    row[name]["failed"] = s["failed"]
+                    row[name]["rps"] = s["throughput"]["requests_per_s"]
             rows.append(row)
-            print(f"ttft round {r + 1}: direct p50 {row['direct']['p50']:.2f} p99 "
-                  f"{row['direct']['p99']:.2f} ms; troupe p50 {row['troupe']['p50']:.2f} p99 "
+            print(f"ttft round {r + 1} ({args.ttft_mode}): direct p50 {row['direct']['p50']:.2f} "
+                  f"p99 {row['direct']['p99']:.2f} ms; troupe p50 {row['troupe']['p50']:.2f} p99 "
                   f"{row['troupe']['p99']:.2f} ms; added p50 "
                   f"{row['troupe']['p50'] - row['direct']['p50']:+.2f} p99 "
-                  f"{row['troupe']['p99'] - row['direct']['p99']:+.2f} ms", flush=True)
+                  f"{row['troupe']['p99'] - row['direct']['p99']:+.2f} ms; failed "
+                  f"{row['direct']['failed']} / {row['troupe']['failed']}", flush=True)
         added = {p: statistics.median(x["troupe"][p] - x["direct"][p] for x in rows)
                  for p in ("p50", "p90", "p99")}
-        results["ttft"] = {"concurrency": args.ttft_concurrency, "rounds": rows, "added_ms": added}
-        print(f"ttft at {args.ttft_concurrency} streams: added by the gateway (median of rounds) "
-              f"p50 {added['p50']:+.2f} ms, p90 {added['p90']:+.2f} ms, p99 {added['p99']:+.2f} ms")
+        results["ttft"] = {"concurrency": args.ttft_concurrency, "mode": args.ttft_mode,
+                           "rounds": rows, "added_ms": added}
+        print(f"ttft at {args.ttft_concurrency} streams through the gateway ({args.ttft_mode}): "
+              f"added by the gateway (median of rounds) p50 {added['p50']:+.2f} ms, "
+              f"p90 {added['p90']:+.2f} ms, p99 {added['p99']:+.2f} ms")
     finally:
         procs.stop_all()
 
@@ -215,6 +236,7 @@ def main():
     ap.add_argument("--stream-seconds", type=int, default=30)
     ap.add_argument("--sims", type=int, default=4)
     ap.add_argument("--ttft-concurrency", type=int, default=256)
+    ap.add_argument("--ttft-mode", choices=["paired", "sequential"], default="paired")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()

@@ -91,7 +91,14 @@ void print_stage(std::ostream& out, const stage_summary& s) {
               ? static_cast<double>(t.cached_tokens) / static_cast<double>(t.prompt_tokens)
               : -1;
       out << "  " << t.url << ": " << t.requests << " requests, " << t.ok << " ok, cache hits "
-          << percent(hit) << "\n";
+          << percent(hit);
+      if (t.ttft.count > 0) {
+        out << ", ttft p50 " << fixed(t.ttft.p50, 2) << " p99 " << fixed(t.ttft.p99, 2) << " ms";
+      }
+      if (t.e2e.count > 0) {
+        out << ", e2e p50 " << fixed(t.e2e.p50, 2) << " p99 " << fixed(t.e2e.p99, 2) << " ms";
+      }
+      out << "\n";
     }
   }
 }
@@ -152,7 +159,9 @@ nlohmann::json to_json(const stage_summary& s) {
                        {"requests", t.requests},
                        {"ok", t.ok},
                        {"prompt_tokens", t.prompt_tokens},
-                       {"cached_tokens", t.cached_tokens}});
+                       {"cached_tokens", t.cached_tokens},
+                       {"ttft_ms", to_json(t.ttft)},
+                       {"e2e_ms", to_json(t.e2e)}});
   }
   j["targets"] = std::move(targets);
   return j;

@@ -19,6 +19,8 @@ stage_stats::stage_stats(bench_clock::time_point window_start, const std::vector
   for (const auto& u : urls) {
     targets_.push_back({u});
   }
+  target_ttft_.resize(targets_.size());
+  target_e2e_.resize(targets_.size());
 }
 
 void stage_stats::add(const request_record& r) {
@@ -57,9 +59,11 @@ void stage_stats::add(const request_record& r) {
     t.cached_tokens += r.counts.cached_tokens;
   }
   e2e_.add(ms(r.end - r.scheduled));
+  target_e2e_.at(r.target).add(ms(r.end - r.scheduled));
   wait_.add(ms(r.sent - r.scheduled));
   if (r.streamed && r.token_events > 0) {
     ttft_.add(ms(r.first_token - r.scheduled));
+    target_ttft_.at(r.target).add(ms(r.first_token - r.scheduled));
     for (float g : r.gaps_ms) {
       itl_.add(g);
     }
@@ -100,6 +104,8 @@ void stage_stats::merge(const stage_stats& o) {
     targets_[i].ok += o.targets_[i].ok;
     targets_[i].prompt_tokens += o.targets_[i].prompt_tokens;
     targets_[i].cached_tokens += o.targets_[i].cached_tokens;
+    target_ttft_[i].merge(o.target_ttft_[i]);
+    target_e2e_[i].merge(o.target_e2e_[i]);
   }
 }
 
@@ -130,6 +136,10 @@ stage_summary stage_stats::summarize(const stage_spec& spec) const {
   s.e2e = e2e_.summarize();
   s.wait = wait_.summarize();
   s.targets = targets_;
+  for (std::size_t i = 0; i < s.targets.size(); ++i) {
+    s.targets[i].ttft = target_ttft_[i].summarize();
+    s.targets[i].e2e = target_e2e_[i].summarize();
+  }
   return s;
 }
 

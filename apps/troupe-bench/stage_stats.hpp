@@ -17,6 +17,8 @@ struct target_counts {
   std::size_t ok = 0;
   long prompt_tokens = 0; ///< Reported by the successful ones.
   long cached_tokens = 0;
+  summary ttft; ///< Of the streams answered there, ms.
+  summary e2e;  ///< Of the successful requests there, ms.
 };
 
 /// The figures of one stage, ready to print.
@@ -75,6 +77,10 @@ private:
   bool reported_cached_ = false;
   sample_set ttft_, itl_, tpot_, e2e_, wait_;
   std::vector<target_counts> targets_;
+  /// Per target (by index): its successful requests' TTFT and end-to-end samples, so that
+  /// several URLs measured in one stage (e.g. a worker directly and through a gateway, at once)
+  /// compare under the same load.
+  std::vector<sample_set> target_ttft_, target_e2e_;
 };
 
 } // namespace troupe::bench

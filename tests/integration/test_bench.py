@@ -160,6 +160,25 @@ class TestLoad(BenchCase):
         for s in sims:
             self.assertEqual(s.stats()["by_path"]["/v1/chat/completions"], 10)
 
+    def test_per_url_latencies_tell_two_targets_apart(self):
+        # Two workers measured in one run (as streams_bench's paired TTFT measures a worker
+        # directly and through the gateway under the same load): each URL's own TTFT and
+        # end-to-end latency follow its own model, the stage's are their mix.
+        fast = self.sim(*sim_latency_flags(ttft=20, itl=4, tokens=4), zero_latency=False)
+        slow = self.sim(*sim_latency_flags(ttft=80, itl=4, tokens=4), zero_latency=False)
+        r = self.bench("--url", f"{fast.url},{slow.url}", "--concurrency", 4, "--requests", 24,
+                       "--duration", 0)
+        stage = r["stages"][0]
+        self.assertEqual(stage["failed"], 0, stage["first_errors"])
+        by_url = {t["url"].rstrip("/"): t for t in stage["targets"]}
+        for sim, ttft in ((fast, 20.0), (slow, 80.0)):
+            t = by_url[sim.url.rstrip("/")]
+            self.assertEqual(t["ttft_ms"]["count"], t["ok"])
+            self.assertModel(t["ttft_ms"]["p50"], ttft, f"ttft p50 of {sim.url}")
+            self.assertModel(t["e2e_ms"]["p50"], ttft + 3 * 4, f"e2e p50 of {sim.url}")
+        self.assertGreater(stage["ttft_ms"]["p90"], by_url[fast.url.rstrip("/")]["ttft_ms"]["p90"])
+        self.assertIn("ttft p50", r["_stdout"])  # the per-URL lines of the table
+
     def test_stages_of_a_sweep_and_the_png(self):
         sim = self.sim(*sim_latency_flags(ttft=5, itl=2, tokens=4), zero_latency=False)
         with tempfile.TemporaryDirectory() as tmp:

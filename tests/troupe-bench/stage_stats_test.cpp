@@ -151,5 +151,30 @@ TEST_CASE("merged loops equal one loop that saw every request", "[stage_stats]")
   CHECK(x.itl.p99 == Approx(y.itl.p99));
   CHECK(x.e2e.mean == Approx(y.e2e.mean));
   CHECK(x.targets[1].requests == y.targets[1].requests);
+  CHECK(x.targets[1].ttft.p90 == Approx(y.targets[1].ttft.p90));
+  CHECK(x.targets[0].e2e.p50 == Approx(y.targets[0].e2e.p50));
   CHECK(x.output_tokens == y.output_tokens);
+}
+
+TEST_CASE("each target has its own TTFT and end-to-end latency", "[stage_stats]") {
+  // A worker directly (20 ms to the first token) and through a gateway (23 ms), in one stage:
+  // the per-target figures tell them apart where the stage's mix cannot.
+  const auto t0 = bench_clock::time_point{} + std::chrono::hours(1);
+  stage_stats stats{t0, {"http://direct", "http://gateway"}};
+  for (int i = 0; i < 40; ++i) {
+    const auto ttft = milliseconds(i % 2 ? 23 : 20);
+    stats.add(streamed(t0 + milliseconds(10 * i), ttft, milliseconds(5), 4, i % 2));
+  }
+  auto failed = streamed(t0, milliseconds(1), milliseconds(1), 2, 1);
+  failed.result = outcome::http_error;
+  failed.status = 503;
+  stats.add(failed);
+  auto s = stats.summarize(rate_stage());
+  REQUIRE(s.targets.size() == 2);
+  CHECK(s.targets[0].ttft.count == 20);
+  CHECK(s.targets[0].ttft.p99 == Approx(20));
+  CHECK(s.targets[1].ttft.count == 20); // the failure counts in neither latency
+  CHECK(s.targets[1].ttft.p50 == Approx(23));
+  CHECK(s.targets[1].e2e.p50 == Approx(23 + 3 * 5));
+  CHECK(s.ttft.p50 == Approx(21.5));
 }
