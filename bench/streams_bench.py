@@ -4,17 +4,18 @@
   many     N concurrent streamed chats (default 9,900) against simulators with long outputs:
            the gateway's peak RSS, its RSS per stream, and every request's outcome.
   ttft     the time to first token the gateway adds at C concurrent streams (default 256):
-           by default paired (one troupe-bench run, C streams straight to the simulator and C
-           through troupe at once, so both meet the same load); `--ttft-mode sequential`: a run
-           each, interleaved. The difference of the TTFT percentiles, per round, then the median.
+           by default paired (one troupe-bench run, Poisson arrivals keeping C streams in flight
+           straight to the simulator and C through troupe at once, so both meet the same load);
+           `--ttft-mode sequential`: a run each at a fixed concurrency, interleaved. The
+           difference of the TTFT percentiles, per round, then the median.
   prompts  non-streamed requests/s with 100 KB prompts against 1 KB prompts at concurrency 64,
            through troupe and direct, interleaved rounds, against a fake worker (nginx with a
            canned answer, bench/fake_worker.py) that does not read the prompt: the simulator
            tokenizes every prompt and would be what the run measures.
 
 Usage: bench/streams_bench.py [many|ttft|prompts ...] [--rounds 3] [--streams 9900]
-           [--ttft-concurrency 256] [--ttft-mode paired|sequential] [--build build]
-           [--json out.json]
+           [--ttft-concurrency 256] [--ttft-mode paired|sequential] [--ttft-itl-ms 500]
+           [--ttft-tokens 8] [--build build] [--json out.json]
 N streams are 2N sockets in the gateway (client and worker side): the processes' open-file
 limit (`ulimit -n`, raised to the hard limit by troupe-bench) must allow it. On the machines of
 docs/performance.md the hard limit is 20,000, so 9,900 streams is the most one node can hold.
@@ -141,53 +142,60 @@ def many(args, results):
 def ttft(args, results):
     """The TTFT the gateway adds at C concurrent streams through it.
 
-    paired (default): one troupe-bench run sends 2C streams round robin over the simulator
-    directly and through troupe, at once: both halves meet the same simulator load and the
-    same machine noise, so the difference of their TTFTs (per-URL figures of one stage) is the
-    gateway's. sequential: a run direct, then a run through troupe, C streams each (what was
-    measured before: the spread between runs is larger than the effect on a shared machine).
+    paired (default): one troupe-bench run sends Poisson arrivals round robin over the
+    simulator directly and through troupe, at the rate that keeps C streams in flight on each
+    path: both halves meet the same simulator load and the same machine noise, so the
+    difference of their TTFTs (per-URL figures of one stage) is the gateway's. sequential: a
+    run direct, then a run through troupe, C streams each at a fixed concurrency (what was
+    measured first: on a shared machine the spread between runs is larger than the effect, and
+    the streams of a fixed concurrency start and end in lockstep, a burst of C at a time).
     """
     procs = Procs(args.build)
     try:
-        # A token every 100 ms: 256 streams are ~2,500 events/s, which leaves the machine's
-        # two cores room, so what shows is the gateway's cost and not a saturated box.
-        sim = procs.sim("--ttft-base-ms", 20, "--prefill-us-per-token", 0, "--itl-ms", 100,
-                        "--output-tokens", 20)
+        itl, tokens = args.ttft_itl_ms, args.ttft_tokens
+        e2e_s = (20 + (tokens - 1) * itl) / 1000.0  # the simulator's model, unloaded
+        sim = procs.sim("--ttft-base-ms", 20, "--prefill-us-per-token", 0, "--itl-ms", itl,
+                        "--output-tokens", tokens)
         gw, _ = procs.troupe([sim])
         paired = args.ttft_mode == "paired"
-        streams = args.ttft_concurrency * (2 if paired else 1)
-        common = ["--concurrency", streams, "--duration", args.duration,
-                  "--warmup", 2, "--max-tokens", 20, "--system-prompts", 4,
-                  "--system-prompt-tokens", 200, "--users", 256]
+        shape = ["--max-tokens", tokens, "--system-prompts", 4, "--system-prompt-tokens", 200,
+                 "--users", 256]
+        if paired:
+            rate = 2 * args.ttft_concurrency / e2e_s
+            load = ["--rate", f"{rate:.1f}", "--duration", max(args.duration, 3 * e2e_s),
+                    "--warmup", e2e_s + 1]
+        else:
+            load = ["--concurrency", args.ttft_concurrency, "--duration", args.duration,
+                    "--warmup", 2]
         rows = []
         for r in range(args.rounds):
             row = {}
             if paired:
-                s = bench(args.build, "--url", f"{sim},{gw}", *common)
+                s = bench(args.build, "--url", f"{sim},{gw}", *load, *shape)
                 for name, t in zip(("direct", "troupe"), s["targets"]):
                     row[name] = {k: t["ttft_ms"][k] for k in ("p50", "p90", "p99")}
                     row[name]["failed"] = t["requests"] - t["ok"]
                     row[name]["streams"] = t["ttft_ms"]["count"]
             else:
                 for name, url in (("direct", sim), ("troupe", gw)):
-                    s = bench(args.build, "--url", url, *common)
+                    s = bench(args.build, "--url", url, *load, *shape)
                     row[name] = {k: s["ttft_ms"][k] for k in ("p50", "p90", "p99")}
                     row[name]["failed"] = s["failed"]
                     row[name]["rps"] = s["throughput"]["requests_per_s"]
             rows.append(row)
-            print(f"ttft round {r + 1} ({args.ttft_mode}): direct p50 {row['direct']['p50']:.2f} "
-                  f"p99 {row['direct']['p99']:.2f} ms; troupe p50 {row['troupe']['p50']:.2f} p99 "
-                  f"{row['troupe']['p99']:.2f} ms; added p50 "
+            print(f"ttft round {r + 1} ({args.ttft_mode}, itl {itl} ms): direct p50 "
+                  f"{row['direct']['p50']:.2f} p99 {row['direct']['p99']:.2f} ms; troupe p50 "
+                  f"{row['troupe']['p50']:.2f} p99 {row['troupe']['p99']:.2f} ms; added p50 "
                   f"{row['troupe']['p50'] - row['direct']['p50']:+.2f} p99 "
                   f"{row['troupe']['p99'] - row['direct']['p99']:+.2f} ms; failed "
                   f"{row['direct']['failed']} / {row['troupe']['failed']}", flush=True)
         added = {p: statistics.median(x["troupe"][p] - x["direct"][p] for x in rows)
                  for p in ("p50", "p90", "p99")}
         results["ttft"] = {"concurrency": args.ttft_concurrency, "mode": args.ttft_mode,
-                           "rounds": rows, "added_ms": added}
-        print(f"ttft at {args.ttft_concurrency} streams through the gateway ({args.ttft_mode}): "
-              f"added by the gateway (median of rounds) p50 {added['p50']:+.2f} ms, "
-              f"p90 {added['p90']:+.2f} ms, p99 {added['p99']:+.2f} ms")
+                           "itl_ms": itl, "tokens": tokens, "rounds": rows, "added_ms": added}
+        print(f"ttft at {args.ttft_concurrency} streams through the gateway ({args.ttft_mode}, "
+              f"a token every {itl} ms): added by the gateway (median of rounds) "
+              f"p50 {added['p50']:+.2f} ms, p90 {added['p90']:+.2f} ms, p99 {added['p99']:+.2f} ms")
     finally:
         procs.stop_all()
 
@@ -237,6 +245,10 @@ def main():
     ap.add_argument("--sims", type=int, default=4)
     ap.add_argument("--ttft-concurrency", type=int, default=256)
     ap.add_argument("--ttft-mode", choices=["paired", "sequential"], default="paired")
+    ap.add_argument("--ttft-itl-ms", type=int, default=500,
+                    help="the simulator's gap between tokens in the ttft runs (default 500)")
+    ap.add_argument("--ttft-tokens", type=int, default=8,
+                    help="tokens per stream in the ttft runs (default 8)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
