@@ -54,13 +54,26 @@ void eligible_sample(const std::vector<const worker_entry*>& c, const selection&
     }
     return;
   }
+  // Each slot is a uniform draw, kept when eligible, else a uniform eligible candidate
+  // (`random_eligible`): the same distribution as drawing until eligible. The draws come first
+  // and their workers' state is prefetched in two waves (the entry's `live` pointer, then the
+  // live state it points to), so a large fleet's `max` cold workers cost about two memory
+  // latencies instead of two per candidate (perf at 4,000 workers: `eligible` was ~7% of the
+  // gateway's samples for cache_aware).
+  std::uniform_int_distribution<std::size_t> dist{0, c.size() - 1};
   for (std::size_t i = 0; i < max; ++i) {
-    auto k = random_eligible(c, sel, rng);
-    if (k == strategy::npos) {
-      break;
-    }
-    out.push_back(k);
+    out.push_back(dist(rng));
+    __builtin_prefetch(&c[out.back()]->live);
   }
+  for (auto k : out) {
+    __builtin_prefetch(c[k]->live.get());
+  }
+  for (auto& k : out) {
+    if (!eligible(*c[k], sel)) {
+      k = random_eligible(c, sel, rng); // npos when none is eligible (dropped below)
+    }
+  }
+  out.erase(std::remove(out.begin(), out.end(), strategy::npos), out.end());
   // In list order, so ties go to the first candidate, as in a scan of the list.
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
