@@ -44,6 +44,10 @@ class RetryOnStatusTest(ProcessTestCase):
         # round_robin starts at the first worker: `a` answers first.
         self.gw = self.gateway("--policy", "round_robin", "--retry-jitter-factor", 0, *flags,
                                workers=[self.a, self.b])
+        # Readiness needs one routable worker; a retry needs the other one too (a request sent
+        # before the second's models were discovered had nowhere to go again: seen once).
+        wait_until(lambda: all(w.get("routable") for w in self.gw.workers()), 10,
+                   what="both workers routable")
         return self.gw
 
     def first_and_second(self):
