@@ -34,7 +34,9 @@ namespace {
 /// (docs/cluster.md) a pick may be placed by the node owning its prompt's prefix group
 /// (`placement_query`, `place`), and this node decides the picks of the groups it owns for the
 /// others (`decide`), counting each worker it chose for another node as one more request in
-/// flight there until that node's load report can cover it.
+/// flight there until that node's load report can cover it. In a cluster, `score` mode doubts
+/// up to `cache_aware_stale_margin` of the requests other nodes reported at a holder of the
+/// longest match (`best_by_score`): reports are a gossip interval old.
 class cache_aware final : public strategy {
 public:
   cache_aware(const policy_config& cfg, clock_fn now)
@@ -208,7 +210,7 @@ public:
     for (auto& [t, w] : owned_) {
       auto matched = take_match(t, worth);
       longest = std::max(longest, matched);
-      scored_cands_.push_back({matched, w->live->load() + reserved(t), held(t)});
+      scored_cands_.push_back({matched, w->live->load() + reserved(t), held(t), remote(*w)});
     }
     auto rank_of = [&](std::size_t j) { return view_->rank(owned_[j].second->id); };
     std::size_t j;
@@ -217,7 +219,8 @@ public:
         mean_prompt_ = mean_prompt_ == 0 ? bytes : mean_prompt_ + (bytes - mean_prompt_) / 64;
       }
       j = longest == 0 ? first_sight_of(rank_of)
-                       : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
+                       : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight,
+                                       cfg_.cache_aware_stale_margin);
     } else {
       j = smg_choice(longest, rank_of);
     }
@@ -245,6 +248,7 @@ public:
     tenants_.each([&](const std::string& id, radix_tree::tenant t) { trees[id] = tree_.size(t); });
     nlohmann::json j = {{"mode", scored_ ? "score" : "smg"},
                         {"load_weight", cfg_.cache_aware_load_weight},
+                        {"stale_margin", cfg_.cache_aware_stale_margin},
                         {"mean_prompt_bytes", mean_prompt_},
                         {"cache_threshold", cfg_.cache_threshold},
                         {"balance_abs_threshold", cfg_.balance_abs_threshold},
@@ -347,14 +351,16 @@ private:
       auto t = tenant_for(*cands[i]);
       auto matched = take_match(t, worth);
       longest = std::max(longest, matched);
-      scored_cands_.push_back({matched, cands[i]->live->load() + reserved(t), held(t)});
+      scored_cands_.push_back(
+          {matched, cands[i]->live->load() + reserved(t), held(t), remote(*cands[i])});
     }
     // The running mean prompt: what one request queued at a worker is taken to cost.
     const auto bytes = static_cast<double>(text.size());
     mean_prompt_ = mean_prompt_ == 0 ? bytes : mean_prompt_ + (bytes - mean_prompt_) / 64;
     auto best = view_ && longest == 0
                     ? first_sight(cands)
-                    : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight);
+                    : best_by_score(scored_cands_, mean_prompt_, cfg_.cache_aware_load_weight,
+                                    cfg_.cache_aware_stale_margin);
     const auto matched = scored_cands_[best].matched;
     if (matched == 0) {
       ++cache_misses_;
@@ -440,6 +446,11 @@ private:
       }
     }
     return k;
+  }
+
+  /// Requests the other nodes reported in flight at `w` (0 alone).
+  static int remote(const worker_entry& w) {
+    return std::max(0, w.live->load() - w.live->local_load());
   }
 
   /// Requests this node counts at tenant `t` for the workers it chose for other nodes.

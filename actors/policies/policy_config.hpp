@@ -18,6 +18,10 @@ struct policy_config {
   /// `score` mode: a request in flight weighs this many mean prompts against the bytes a
   /// worker already holds.
   double cache_aware_load_weight = 0.25;
+  /// `score` mode in a cluster: of the requests other nodes reported at a holder of the
+  /// longest match, up to this many count as ended (reports are a gossip interval old;
+  /// `best_by_score`). 0: reports count as they are.
+  int cache_aware_stale_margin = 4;
   /// Smallest share of a prompt a worker must already hold for the request to follow it.
   double cache_threshold = 0.3;
   /// Load is imbalanced when the busiest worker has more than this many requests in flight

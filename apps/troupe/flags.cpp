@@ -141,6 +141,11 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
                  "cache_aware score mode: a request in flight weighs this many mean prompts "
                  "against the prefix a worker holds")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--cache-aware-stale-margin", tuning.cache_aware_stale_margin,
+                 "cache_aware score mode in a cluster: of the requests other nodes reported at a "
+                 "holder of the longest match, up to this many count as ended (reports are up to "
+                 "a gossip interval old); 0: reports count as they are")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--cache-threshold,--cache-match-threshold", tuning.cache_threshold,
                  "cache_aware: share of the prompt a worker must hold for the request to follow it")
       ->check(CLI::Range(0.0, 1.0));

@@ -33,6 +33,24 @@ TEST_CASE("cache score: ties go to the less loaded, then to the one holding less
   CHECK(best_by_score({{10, 0, 0}, {20, 50, 0}}, 1000, 0) == 1);
 }
 
+TEST_CASE("cache score: a holder's reported remote load counts up to the stale margin less") {
+  // The holder's 2 + ahead requests are all other nodes' (load reports); the idle worker has
+  // 2 too. Margin 0: the holder gives way once 4 ahead, as alone.
+  for (int ahead = 0; ahead <= 10; ++ahead) {
+    std::vector<cache_candidate> c{{1000, 2 + ahead, 5000, 2 + ahead}, {0, 2, 0, 2}};
+    CHECK(best_by_score(c, 1000, 0.25, 0) == (ahead < 4 ? 0u : 1u));
+    // Margin 4: 4 of the holder's are taken as ended (the other worker is no holder: its
+    // count stands): it gives way once 8 ahead.
+    CHECK(best_by_score(c, 1000, 0.25, 4) == (ahead < 8 ? 0u : 1u));
+  }
+  // Only reported load is doubted: this node's own requests count in full.
+  CHECK(best_by_score({{1000, 7, 0, 0}, {0, 2, 0, 0}}, 1000, 0.25, 4) == 1);
+  CHECK(best_by_score({{1000, 7, 0, 1}, {0, 2, 0, 0}}, 1000, 0.25, 4) == 1);
+  CHECK(best_by_score({{1000, 7, 0, 5}, {0, 2, 0, 0}}, 1000, 0.25, 4) == 0);
+  // Without a match nothing is doubted: the least loaded as counted.
+  CHECK(best_by_score({{0, 5, 0, 5}, {0, 2, 0, 0}}, 1000, 0.25, 4) == 1);
+}
+
 namespace {
 
 selection prompt(const std::string& text) {
@@ -118,4 +136,29 @@ TEST_CASE("cache aware (score): a match below the cache threshold counts as none
   // A prompt mostly held by w0 follows it.
   CHECK(cands[s->pick(cands, prompt(head + std::string(200, 'a') + "more"))]->id == "w0");
   CHECK(s->describe()["picks"]["cache_hit"] == 1);
+}
+
+TEST_CASE("cache aware (score): in a cluster, a conversation stays on reports of ended turns") {
+  // A conversation's next turn enters this node while the node that sent its last turn still
+  // reports it in flight at the holder (and more there): up to --cache-aware-stale-margin of
+  // those count as ended. The same load of this node's own moves the conversation, as alone.
+  const std::string turn1 = system_prompt + "user 1\"}";
+  const std::string turn2 = turn1 + ",{\"role\":\"assistant\",\"content\":\"ok\"}]";
+  for (int margin : {0, 4}) {
+    for (bool own : {false, true}) {
+      fake_fleet f{4};
+      policy_config cfg;
+      cfg.cache_aware_stale_margin = margin;
+      auto s = make_strategy("cache_aware", cfg);
+      s->on_fleet(f.snapshot(), protocol::worker_type::regular);
+      auto cands = f.all();
+      auto home = cands[s->pick(cands, prompt(turn1))]->id;
+      // Five ahead of every other worker: a score of 1 − 5 × 0.25 prompts, below an idle one.
+      (own ? f.at(home).live->in_flight : f.at(home).live->remote_in_flight) = 5;
+      auto next = cands[s->pick(cands, prompt(turn2))]->id;
+      CAPTURE(margin, own);
+      CHECK((next == home) == (margin == 4 && !own));
+      CHECK(s->describe()["stale_margin"] == margin);
+    }
+  }
 }
