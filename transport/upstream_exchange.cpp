@@ -6,6 +6,7 @@
 #include <array>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <cstring>
 #include <limits>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -76,7 +77,8 @@ std::string serialize_request_head(http::verb method, std::string_view target,
   // Written by hand rather than by Beast's serializer: the same bytes for a fraction of the
   // work on the hot path. Values are scrubbed of CR and LF so no header can be injected.
   auto append_clean = [](std::string& out, std::string_view v) {
-    if (v.find_first_of("\r\n") == std::string_view::npos) {
+    // Two memchr (vectorized) rather than find_first_of, which calls memchr once per byte.
+    if (!std::memchr(v.data(), '\r', v.size()) && !std::memchr(v.data(), '\n', v.size())) {
       out.append(v);
       return;
     }
