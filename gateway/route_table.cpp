@@ -5,6 +5,7 @@
 
 #include <array>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <span>
 #include <spdlog/fmt/fmt.h>
@@ -155,6 +156,27 @@ std::string new_request_id() {
 /// The request id the client gave in the first of `headers` it set (1 to 128 bytes), or a
 /// fresh one.
 std::string request_id_of(const transport::request& req, const std::vector<std::string>& headers) {
+  // For the usual few names, one pass over the client's fields (a lookup per name cost ~250
+  // instructions): the first field of each name, then the first name whose field qualifies.
+  constexpr std::size_t few = 8;
+  if (headers.size() <= few) {
+    std::array<std::optional<std::string_view>, few> first{};
+    for (auto& f : req) {
+      auto name = f.name_string();
+      for (std::size_t i = 0; i < headers.size(); ++i) {
+        if (!first[i] && boost::beast::iequals(name, headers[i])) {
+          first[i] = f.value();
+          break;
+        }
+      }
+    }
+    for (std::size_t i = 0; i < headers.size(); ++i) {
+      if (first[i] && !first[i]->empty() && first[i]->size() <= 128) {
+        return std::string(*first[i]);
+      }
+    }
+    return new_request_id();
+  }
   for (auto& name : headers) {
     if (auto it = req.find(name);
         it != req.end() && !it->value().empty() && it->value().size() <= 128) {
