@@ -32,6 +32,16 @@ import proxy_bench as pb  # noqa: E402
 ALLOC_FNS = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign"}
 
 
+def is_allocation(caller, callee):
+    """True for a call that allocates: of malloc and its kin (glibc names them), or of
+    `operator new` (jemalloc's entry points have no names under callgrind), but not the
+    malloc call inside `operator new` (counted once)."""
+    name = callee.split("'")[0]
+    if name.startswith("operator new"):
+        return True
+    return name in ALLOC_FNS and not (caller or "").startswith("operator new")
+
+
 def parse_callgrind(path, top):
     """(total instructions, allocation calls, top functions by exclusive instructions) of a
     callgrind output written with --compress-strings=no --compress-pos=no."""
@@ -50,7 +60,7 @@ def parse_callgrind(path, top):
                 call_target = line[4:].strip()
             elif line.startswith("calls="):
                 in_call = True
-                if call_target in ALLOC_FNS or call_target.split("'")[0] in ALLOC_FNS:
+                if is_allocation(fn, call_target):
                     allocs += int(line.split()[0][6:])
             elif line.startswith("summary:") or line.startswith("totals:"):
                 total = max(total, int(line.split()[1]))

@@ -1,5 +1,6 @@
 #include "gateway/asio_scheduler.hpp"
 
+#include <array>
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -18,17 +19,50 @@ namespace net = boost::asio;
 
 namespace {
 
-/// Runs actor jobs as asio handlers.
+/// Runs actor jobs as asio handlers. A job that an actor enqueues while the handler of another
+/// runs (a message to the next actor of a request) runs in that same handler, after it, rather
+/// than as a handler of its own: every asio handler that follows another costs a reactor pass
+/// (an `epoll_wait`), and a request crosses several actors. At most `batch` jobs run per
+/// handler, so sockets are still served between them; jobs enqueued by other threads (timers,
+/// the middleman) and by socket handlers are posted as before.
 class asio_execution_unit final : public caf::execution_unit {
 public:
   asio_execution_unit(caf::actor_system& sys, net::io_context& ioc, std::size_t throughput)
       : caf::execution_unit(&sys), ioc_(ioc), throughput_(throughput) {}
 
   void exec_later(caf::resumable* job) override {
-    net::post(ioc_, [this, job] { run(job); });
+    if (auto* q = current; q != nullptr && q->owner == this && q->tail < q->jobs.size()) {
+      q->jobs[q->tail++] = job;
+      return;
+    }
+    net::post(ioc_, [this, job] { drain(job); });
   }
 
 private:
+  static constexpr std::size_t batch = 64;
+
+  /// The jobs that follow the one an asio handler runs, on that handler's stack.
+  struct follow_queue {
+    asio_execution_unit* owner;
+    std::array<caf::resumable*, batch> jobs;
+    std::size_t head = 0;
+    std::size_t tail = 0;
+  };
+
+  /// The follow queue of the handler running on this thread, if any (a plain pointer).
+  static thread_local follow_queue* current;
+
+  void drain(caf::resumable* first) {
+    follow_queue q{this, {}};
+    auto* outer = current;
+    current = &q;
+    run(first);
+    while (q.head != q.tail) {
+      run(q.jobs[q.head++]);
+    }
+    current = outer;
+  }
+
   void run(caf::resumable* job) {
     switch (job->resume(this, throughput_)) {
     case caf::resumable::resume_later:
@@ -46,6 +80,8 @@ private:
   net::io_context& ioc_;
   std::size_t throughput_;
 };
+
+thread_local asio_execution_unit::follow_queue* asio_execution_unit::current = nullptr;
 
 /// CAF's actor clock on one asio timer. Setting a timeout arms the timer when it is the
 /// earliest; cancelling one (every terminating actor does) only edits the schedule: no

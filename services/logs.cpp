@@ -4,9 +4,12 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
+#include <mutex>
 #include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 namespace troupe::logs {
 
@@ -49,6 +52,18 @@ public:
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<request_id_flag>();
   }
+};
+
+/// Lines to stdout through its stdio buffer, written out by `flush` (spdlog's stdout sink
+/// flushes every line: a `write` per request).
+class buffered_stdout_sink final : public spdlog::sinks::base_sink<std::mutex> {
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t out;
+    formatter_->format(msg, out);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  void flush_() override { std::fflush(stdout); }
 };
 
 bool needs_quotes(std::string_view id) {
@@ -129,7 +144,10 @@ void configure(spdlog::sink_ptr sink, const std::string& level, bool json) {
       l->set_formatter(std::move(f));
     }
     l->set_level(lvl);
-    l->flush_on(spdlog::level::info);
+    // The components that log a line per request wait for the flusher below warn; the rest
+    // log rarely (start-up, health, membership), and a reader should see those lines at once.
+    bool per_request = c == component::request || c == component::http;
+    l->flush_on(per_request ? spdlog::level::warn : spdlog::level::info);
     spdlog::drop(logger_name);
     spdlog::register_logger(l);
     loggers[static_cast<std::size_t>(c)].store(l.get(), std::memory_order_release);
@@ -140,7 +158,22 @@ void configure(spdlog::sink_ptr sink, const std::string& level, bool json) {
 }
 
 void configure(const std::string& level, bool json) {
-  configure(std::make_shared<spdlog::sinks::stdout_sink_mt>(), level, json);
+  if (!isatty(fileno(stdout))) {
+    // Fully buffered: a `write` per 64 KiB (or per flush), not per line. Set before the first
+    // output, as setvbuf requires.
+    static char buffer[64 * 1024];
+    std::setvbuf(stdout, buffer, _IOFBF, sizeof(buffer));
+  }
+  configure(std::make_shared<buffered_stdout_sink>(), level, json);
+  spdlog::flush_every(flush_interval);
+}
+
+void flush() {
+  for (auto& l : loggers) {
+    if (auto* p = l.load(std::memory_order_acquire)) {
+      p->flush();
+    }
+  }
 }
 
 } // namespace troupe::logs

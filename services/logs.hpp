@@ -8,6 +8,7 @@
 // logs the line, and the formatters read it (`current_request_id`). That holds because the
 // loggers are synchronous: a line is formatted on the thread that logs it.
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <spdlog/logger.h>
@@ -61,6 +62,15 @@ public:
     }
     scope s{id_};
     logger_->log(level, f, std::forward<Ts>(xs)...);
+  }
+
+  /// A line at `level` whose text is already made (no formatting).
+  void write(spdlog::level::level_enum level, std::string_view text) const {
+    if (!logger_->should_log(level)) {
+      return;
+    }
+    scope s{id_};
+    logger_->log(level, spdlog::string_view_t(text.data(), text.size()));
   }
 
   /// A line at debug level.
@@ -134,14 +144,26 @@ inline request_log http(std::string_view id) noexcept {
   return {component::http, id};
 }
 
+/// How long an info (or lower) line of the per-request components (`request`, `http`) may wait
+/// in the sink's buffer before it is written, so that a busy gateway does not pay a `write` per
+/// request: their warn and above, and every other component's info and above, flush the sink
+/// with their line (and so everything buffered before it). A crash (not a normal exit) loses
+/// at most the per-request lines of this last interval.
+inline constexpr std::chrono::seconds flush_interval{1};
+
 /// Makes every component's logger, writing to `sink` at `level` (trace..off): plain lines
 /// (`<time> <level> [<component>] request_id=<id> <message>`, the id when there is one) or
-/// JSON lines (`json_log_formatter`). The gateway's logger becomes spdlog's default. Call it
-/// once, before any actor runs.
+/// JSON lines (`json_log_formatter`). The gateway's logger becomes spdlog's default. Which
+/// lines flush the sink: see `flush_interval`; the others wait for `flush()`.
+/// Call it once, before any actor runs.
 void configure(spdlog::sink_ptr sink, const std::string& level, bool json);
 
-/// `configure` with a sink on stdout.
+/// `configure` with a buffered sink on stdout (a 64 KiB buffer unless stdout is a terminal),
+/// flushed every `flush_interval` by spdlog's flusher thread and by `flush()`.
 void configure(const std::string& level, bool json);
+
+/// Writes out every line still buffered (call it before a normal exit).
+void flush();
 
 /// The plain line pattern, `%*` being the request id field (`request_id=<id> ` or nothing).
 inline constexpr std::string_view plain_pattern = "%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %*%v";

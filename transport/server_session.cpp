@@ -107,6 +107,25 @@ template <class Stream> void server_session<Stream>::do_write() {
       }
     }
   }
+  if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+    // Plain TCP: write at once, without blocking. A response the socket takes whole (nearly
+    // every one) is done here, not in a write handler of its own: one reactor pass less per
+    // request. What the socket does not take now is written asynchronously, watched as before.
+    auto& sock = stream_.socket();
+    error_code ec;
+    if (!sock.non_blocking()) {
+      sock.non_blocking(true, ec);
+    }
+    auto n = ec ? 0 : net::write(sock, buffers_, ec);
+    if (!ec) {
+      watch_.step();
+      return on_write(ec);
+    }
+    if (ec != net::error::would_block && ec != net::error::try_again) {
+      return on_write(ec);
+    }
+    consume_written(n);
+  }
   net::async_write(
       stream_, buffers_,
       [this](const error_code& ec, std::size_t n) {
@@ -117,6 +136,18 @@ template <class Stream> void server_session<Stream>::do_write() {
   if (!watch_.armed() && watch_.enabled() && socket()) {
     watch_.begin(*socket());
     watch_writes();
+  }
+}
+
+template <class Stream> void server_session<Stream>::consume_written(std::size_t n) {
+  auto it = buffers_.begin();
+  while (it != buffers_.end() && n >= it->size()) {
+    n -= it->size();
+    ++it;
+  }
+  buffers_.erase(buffers_.begin(), it);
+  if (n > 0 && !buffers_.empty()) {
+    buffers_.front() += n;
   }
 }
 

@@ -91,6 +91,8 @@ private:
   // -- writing --
   void do_write();
   void on_write(error_code ec);
+  /// Drops the first `n` bytes of the gather write (the part a direct write took).
+  void consume_written(std::size_t n);
   void response_done();
   void watch_writes();
   void on_write_watch(error_code ec);

@@ -79,8 +79,21 @@ void allowlisted_headers(const transport::request& req, const worker_entry& work
                          std::string_view gateway_key, transport::header_list& out) {
   bool own_key = !worker.spec.api_key.empty();
   bool provider = worker.spec.provider != protocol::provider_kind::none;
-  for (auto name : forwarded) {
-    auto value = header(req, name);
+  // One pass over the client's fields (a handful) rather than a lookup per allowed name: the
+  // first field of each allowed name, sent in the list's order as before.
+  std::array<std::string_view, forwarded.size()> values{};
+  for (auto& f : req) {
+    auto field_name = f.name_string();
+    for (std::size_t i = 0; i < forwarded.size(); ++i) {
+      if (values[i].data() == nullptr && boost::beast::iequals(field_name, forwarded[i])) {
+        values[i] = f.value();
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < forwarded.size(); ++i) {
+    auto name = forwarded[i];
+    auto value = values[i];
     if (value.empty()) {
       continue;
     }

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
       system = std::make_unique<caf::actor_system>(sys_cfg);
     } catch (const std::exception& e) {
       logs::gateway().critical("cannot start the actor system: {}", e.what());
+      logs::flush();
       std::_Exit(2);
     }
     auto& sys = *system;
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
       logs::gateway().critical("{}", e.what());
       scheduler.hand_back();
       sys.await_actors_before_shutdown(false);
+      logs::flush();
       return 1;
     }
     boost::asio::signal_set signals{ioc, SIGINT, SIGTERM};
@@ -90,5 +92,6 @@ int main(int argc, char** argv) {
     sys.await_actors_before_shutdown(false);
   }
   logs::gateway().info("troupe stopped");
+  logs::flush(); // the info lines still buffered (logs::flush_interval)
   return rc;
 }

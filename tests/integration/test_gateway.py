@@ -145,7 +145,8 @@ class DataPlaneTest(ProcessTestCase):
                 self.assertEqual(r.headers["x-request-id"], want)
                 seen = data_plane_requests(self.worker)[0]["headers"]
                 self.assertEqual(seen["x-request-id"], want)
-        self.assertIn("request_id=trace-1 ", self.gw.output())
+        # Per-request lines reach the log within the flush interval (services/logs.hpp).
+        wait_until(lambda: "request_id=trace-1 " in self.gw.output(), 5, what="the log line")
 
     def test_request_id_headers_replace_the_defaults(self):
         gw = self.gateway("--request-id-headers", "my-id", "other-id", workers=[self.worker])

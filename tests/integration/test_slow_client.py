@@ -203,6 +203,9 @@ class ClientWriteTimeoutTest(SlowClientBase, ProcessTestCase):
             s.events()
         s.conn.close()
         # Logged and counted as a client that left (the 200 head had gone out), with the reason.
+        # (Per-request lines reach the log within the flush interval, services/logs.hpp: wait
+        # for the request's summary line, written after the reason.)
+        wait_until(lambda: "error=client_closed" in self.gw.output(), 5, what="the summary line")
         lines = self.gw.output().splitlines()
         self.assertEqual(len([l for l in lines if "the client stopped reading" in l]), 1)
         self.assertEqual(len([l for l in lines if "POST /generate" in l and

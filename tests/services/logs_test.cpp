@@ -19,6 +19,7 @@ namespace {
 class line_sink final : public spdlog::sinks::base_sink<std::mutex> {
 public:
   std::vector<std::string> lines;
+  int flushes = 0;
 
 protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
@@ -26,7 +27,7 @@ protected:
     formatter_->format(msg, out);
     lines.emplace_back(out.data(), out.size());
   }
-  void flush_() override {}
+  void flush_() override { ++flushes; }
 };
 
 struct fixture {
@@ -109,4 +110,21 @@ TEST_CASE_METHOD(fixture, "lines below the level are not written, for requests o
   logs::request("r").error("shown");
   REQUIRE(sink->lines.size() == 1);
   CHECK(plain(0) == "error [request] request_id=r shown");
+}
+
+TEST_CASE_METHOD(fixture, "per-request info lines wait for the flusher; warnings and the rare "
+                          "components' lines flush at once") {
+  logs::configure(sink, "info", false);
+  logs::request("r").info("POST /v1/chat/completions status=200");
+  logs::http("r").info("answered before a request actor");
+  CHECK(sink->flushes == 0);
+  logs::request("r").warn("worker w-1 failed");
+  CHECK(sink->flushes == 1);
+  logs::gateway().info("troupe listening on http://127.0.0.1:1");
+  logs::proxy().info("worker w-1 is now healthy");
+  CHECK(sink->flushes == 3);
+  logs::request("r").info("buffered again");
+  logs::flush();
+  CHECK(sink->flushes > 3);
+  CHECK(sink->lines.size() == 6);
 }

@@ -119,6 +119,12 @@ TEST_CASE("a pipelined request's Expect: 100-continue never writes into the resp
   CHECK(res.body() == "data: 1\n\ndata: 2\n\ndata: 3\n\n");
   c.send_raw("hi");
   auto next = c.read();
+  // The stream may be written out whole before the POST's head is read (plain TCP writes go
+  // out at once): then the POST is next and gets its 100 Continue — after the stream's last
+  // chunk, never inside it.
+  if (next.result_int() == 100) {
+    next = c.read();
+  }
   CHECK(next.result_int() == 200);
   CHECK(next.body() == "POST /e hi");
 }
