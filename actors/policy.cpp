@@ -230,7 +230,9 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel, pick_h
                !st.placement.owners.alone()) {
       protocol::placement_ask ask;
       if (st.strat->placement_query(cands, sel, st.placement_all, ask)) {
-        if (const auto& owner = st.placement.owners.owner(ask.head);
+        // `first` asks place new groups: all of them by one placer; `all`: each group's owner.
+        if (const auto& owner = st.placement_all ? st.placement.owners.owner(ask.head)
+                                                 : st.placement.owners.placer();
             owner != st.placement.owners.self()) {
           ask.owner = owner;
           return delegate(self, sel, std::move(ask));

@@ -22,6 +22,11 @@ public:
   /// The owner of the prefix group of rank seed `head`: `self()` or a member's name.
   const std::string& owner(std::uint64_t head) const noexcept;
 
+  /// The one node that places every new prefix group (`--cluster-placement first`): deciding
+  /// them one after another, it spreads them over the workers as a single node would, where
+  /// each group's own owner, deciding at the same moment, could stack two on one worker.
+  const std::string& placer() const noexcept { return owner(placer_seed); }
+
   const std::string& self() const noexcept { return self_; }
 
   /// No member answers: every pick is this node's own.
@@ -31,6 +36,8 @@ public:
   std::size_t size() const noexcept { return nodes_.size(); }
 
 private:
+  /// The seed naming the placer (any constant: the same on every node).
+  static constexpr std::uint64_t placer_seed = 0x7472'6f75'7065'0001ull;
   struct node {
     std::uint64_t hash; ///< Of the name: mixed with a prompt's seed per pick.
     std::string name;

@@ -32,6 +32,17 @@ std::string owned_by(const std::string& owner, std::vector<std::string> members,
   }
 }
 
+/// A member name that is (`placer`) or is not the placer of new prefix groups among the nodes
+/// "a" and it (`--cluster-placement first` asks the placer).
+std::string member_placing(bool placer) {
+  for (int n = 0;; ++n) {
+    auto name = "m" + std::to_string(n);
+    if ((actors::placement_owners{"a", {name}}.placer() == name) == placer) {
+      return name;
+    }
+  }
+}
+
 struct placement_fixture : cache_aware_fixture {
   explicit placement_fixture(const std::string& mode = "first") : cache_aware_fixture(mode) {}
 
@@ -92,13 +103,14 @@ struct placement_fixture : cache_aware_fixture {
 
 } // namespace
 
-TEST_CASE_METHOD(placement_fixture, "a pick of a new prefix whose owner is a member takes the "
-                                    "owner's answer; only hashes and worker ids travel") {
+TEST_CASE_METHOD(placement_fixture, "a pick of a new prefix asks the placer and takes its "
+                                    "answer; only hashes and worker ids travel") {
   start();
-  auto b = member("b");
-  auto text = owned_by("b", {"b"});
+  const auto name = member_placing(true);
+  auto b = member(name);
+  auto text = prompt(1);
   auto got = pick_later(text);
-  CHECK_FALSE(*got); // waiting for b
+  CHECK_FALSE(*got); // waiting for the placer
   auto asks = received<protocol::placement_ask>(b);
   REQUIRE(asks.size() == 1);
   CHECK(asks[0].role == "regular");
@@ -109,14 +121,15 @@ TEST_CASE_METHOD(placement_fixture, "a pick of a new prefix whose owner is a mem
   for (auto& bytes : b.got->raw) {
     CHECK(bytes.find(std::string(16, 'x')) == std::string::npos);
   }
-  answer_ask(b, "b", asks[0].id, "w2");
+  answer_ask(b, name, asks[0].id, "w2");
   CHECK(id_of(got) == "w2");
-  // Another new prefix b owns: b's answer decides, whatever this node would have chosen.
-  auto other = owned_by("b", {"b"}, 1000);
+  // Another new prefix, of a group this node owns: the placer's answer decides, whatever this
+  // node would have chosen.
+  auto other = owned_by("a", {name}, 1000);
   auto got2 = pick_later(other);
   asks = received<protocol::placement_ask>(b);
   REQUIRE(asks.size() == 2);
-  answer_ask(b, "b", asks[1].id, "w1");
+  answer_ask(b, name, asks[1].id, "w1");
   CHECK(id_of(got2) == "w1");
   // The placement is this node's pick now: its next turn follows w2 without asking (first).
   CHECK(pick(text + " and the next turn") == "w2");
@@ -124,19 +137,23 @@ TEST_CASE_METHOD(placement_fixture, "a pick of a new prefix whose owner is a mem
   auto st = placement_status();
   CHECK(st["delegated"] == 2);
   CHECK(st["relayed"] == 2);
-  CHECK(st["owners"] == json::array({"b"}));
+  CHECK(st["owners"] == json::array({name}));
   auto p = inspect_policy();
   CHECK(p["placement"]["placed"] == 2);
   CHECK(p["placement"]["asked"] == 2);
 }
 
-TEST_CASE_METHOD(placement_fixture, "a prefix group this node owns is placed here, unasked") {
+TEST_CASE_METHOD(placement_fixture, "this node as the placer places new prefixes here, unasked, "
+                                    "whichever node owns their groups") {
   start();
-  auto b = member("b");
-  auto text = owned_by("a", {"b"});
-  auto got = pick_later(text);
-  CHECK(id_of(got) != "error");
+  const auto name = member_placing(false);
+  auto b = member(name);
+  for (auto owner : {"a", name.c_str()}) {
+    auto got = pick_later(owned_by(owner, {name}));
+    CHECK(id_of(got) != "error"); // at once
+  }
   CHECK(received<protocol::placement_ask>(b).empty());
+  CHECK(inspect_policy()["placement"]["asked"] == 2); // both new: the placer's (this node's)
 }
 
 TEST_CASE_METHOD(placement_fixture, "two members asking for one new prefix get the same worker, "
@@ -196,8 +213,9 @@ TEST_CASE_METHOD(placement_fixture, "an owner spreads new prefixes it places by 
 TEST_CASE_METHOD(placement_fixture, "no answer within the timeout: the pick is decided here; a "
                                     "late answer changes nothing") {
   start();
-  auto b = member("b");
-  auto got = pick_later(owned_by("b", {"b"}));
+  const auto name = member_placing(true);
+  auto b = member(name);
+  auto got = pick_later(prompt(1));
   CHECK_FALSE(*got);
   advance(51ms);
   REQUIRE(*got);
@@ -205,7 +223,7 @@ TEST_CASE_METHOD(placement_fixture, "no answer within the timeout: the pick is d
   auto asks = received<protocol::placement_ask>(b);
   REQUIRE(asks.size() == 1);
   tick(); // the node expires the ask
-  answer_ask(b, "b", asks[0].id, "w1");
+  answer_ask(b, name, asks[0].id, "w1");
   auto st = placement_status();
   CHECK(st["expired"] == 1);
   CHECK(st["late"] == 1);
@@ -214,11 +232,12 @@ TEST_CASE_METHOD(placement_fixture, "no answer within the timeout: the pick is d
 
 TEST_CASE_METHOD(placement_fixture, "an answer naming no candidate of the pick: decided here") {
   start();
-  auto b = member("b");
-  auto got = pick_later(owned_by("b", {"b"}));
+  const auto name = member_placing(true);
+  auto b = member(name);
+  auto got = pick_later(prompt(1));
   auto asks = received<protocol::placement_ask>(b);
   REQUIRE(asks.size() == 1);
-  answer_ask(b, "b", asks[0].id, "w-gone");
+  answer_ask(b, name, asks[0].id, "w-gone");
   CHECK((id_of(got) == "w0" || id_of(got) == "w1" || id_of(got) == "w2"));
   CHECK(inspect_policy()["placement"]["refused"] == 1);
 }
@@ -234,14 +253,15 @@ TEST_CASE_METHOD(placement_fixture, "a member whose hello does not say it answer
   CHECK(placement_status()["owners"].empty());
 }
 
-TEST_CASE_METHOD(placement_fixture, "an owner that left is not asked: its groups are placed here") {
+TEST_CASE_METHOD(placement_fixture, "a placer that left is not asked: new prefixes are placed "
+                                    "here") {
   start();
-  auto b = member("b");
-  auto text = owned_by("b", {"b"});
+  const auto name = member_placing(true);
+  auto b = member(name);
   cluster_message bye;
   bye.body = protocol::cluster_bye{};
-  say(b, "b", bye);
-  auto got = pick_later(text);
+  say(b, name, bye);
+  auto got = pick_later(prompt(1));
   CHECK(id_of(got) != "error"); // at once
   CHECK(received<protocol::placement_ask>(b).empty());
 }

@@ -157,14 +157,14 @@ class PrefixViewTest(ProcessTestCase):
 
     def test_owners_place_each_new_prefix_once_when_nodes_meet_it_at_once(self):
         # Placement by owner (docs/cluster.md): nodes meeting a new system prompt in the same
-        # milliseconds ask its one owner, which places it on one worker. (Without it, this
+        # milliseconds ask the one placer of new prefixes, which places it on one worker. (Without it, this
         # small workload duplicates a prompt only now and then: the benchmark measures that.)
         off, asked_off = self.placements("off")
         first, asked = self.placements("first")
         print(f"\nworkers per system prompt, 6 prompts met at once by 3 nodes: {off} placements "
-              f"with --cluster-placement off, {first} with first ({asked} picks asked an owner)")
+              f"with --cluster-placement off, {first} with first ({asked} picks asked the placer)")
         self.assertEqual(asked_off, 0)
-        self.assertGreater(asked, 0, "two thirds of the prompts have another node as owner")
+        self.assertGreater(asked, 0, "two of the three nodes are not the placer")
         self.assertEqual(first, 6)
 
 
