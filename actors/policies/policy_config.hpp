@@ -79,8 +79,9 @@ struct policy_config {
   /// Hashes this node's picks may leave waiting for the next gossip tick; more are dropped.
   std::size_t prefix_max_pending = 32768;
   /// Placement by owner (docs/cluster.md): `off`, `first` (a prompt no worker holds enough of
-  /// is placed by the owner of its prefix group) or `all` (every pick of a prompt is).
-  std::string cluster_placement = "off";
+  /// is placed by one node, the placer, for the cluster) or `all` (every pick of a prompt is
+  /// placed by the owner of its prefix group).
+  std::string cluster_placement = "first";
   /// How long a pick waits for the owner's answer before it decides itself.
   std::chrono::milliseconds placement_timeout{50};
   /// How long an owner counts a worker it chose for another node as one more request in

@@ -388,8 +388,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
   app.add_option("--cluster-placement", cfg.policy_tuning.cluster_placement,
                  "cache_aware in a cluster: who places a prompt's pick. off: this node; first: "
-                 "the owner of the prompt's prefix group when no worker holds enough of it; all: "
-                 "the owner, every pick of a prompt (docs/cluster.md, \"Placement by owner\")")
+                 "one node (the placer) when no worker holds enough of it; all: the owner of the "
+                 "prompt's prefix group, every pick (docs/cluster.md, \"Placement by owner\")")
       ->check(CLI::IsMember({"off", "first", "all"}));
   double placement_timeout_ms = static_cast<double>(cfg.policy_tuning.placement_timeout.count());
   app.add_option("--cluster-placement-timeout-ms", placement_timeout_ms,
