@@ -23,8 +23,7 @@ void put_digits(char* p, int v, int digits) {
 
 } // namespace
 
-void plain_log_formatter::format(const spdlog::details::log_msg& msg,
-                                 spdlog::memory_buf_t& dest) {
+void plain_log_formatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
   using namespace std::chrono;
   auto since_epoch = msg.time.time_since_epoch();
   auto secs = duration_cast<seconds>(since_epoch);
