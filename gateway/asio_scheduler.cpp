@@ -54,13 +54,16 @@ private:
 
   void drain(caf::resumable* first) {
     follow_queue q{this, {}};
-    auto* outer = current;
+    // Restores the outer queue however this handler ends (no dangling pointer to `q`).
+    struct scope {
+      follow_queue* outer;
+      ~scope() { current = outer; }
+    } restore{current};
     current = &q;
     run(first);
     while (q.head != q.tail) {
       run(q.jobs[q.head++]);
     }
-    current = outer;
   }
 
   void run(caf::resumable* job) {

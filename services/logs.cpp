@@ -1,12 +1,12 @@
 #include "services/logs.hpp"
 
 #include "services/json_log_formatter.hpp"
+#include "services/plain_log_formatter.hpp"
 
 #include <array>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -38,21 +38,6 @@ static_assert([] {
 std::array<std::atomic<spdlog::logger*>, all_components.size()> loggers{};
 
 thread_local std::string_view current_id;
-
-/// `%*`: the request id field of the line, when it is about a request.
-class request_id_flag final : public spdlog::custom_flag_formatter {
-public:
-  void format(const spdlog::details::log_msg&, const std::tm&,
-              spdlog::memory_buf_t& dest) override {
-    if (!current_id.empty()) {
-      append_request_id_field(current_id, dest);
-    }
-  }
-
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<request_id_flag>();
-  }
-};
 
 /// Lines to stdout through its stdio buffer, written out by `flush` (spdlog's stdout sink
 /// flushes every line: a `write` per request).
@@ -139,9 +124,7 @@ void configure(spdlog::sink_ptr sink, const std::string& level, bool json) {
       // A formatter, not a pattern: a pattern cannot escape the message.
       l->set_formatter(std::make_unique<json_log_formatter>());
     } else {
-      auto f = std::make_unique<spdlog::pattern_formatter>();
-      f->add_flag<request_id_flag>('*').set_pattern(std::string(plain_pattern));
-      l->set_formatter(std::move(f));
+      l->set_formatter(std::make_unique<plain_log_formatter>()); // plain_pattern's bytes
     }
     l->set_level(lvl);
     // The components that log a line per request wait for the flusher below warn; the rest

@@ -1,6 +1,7 @@
 #include "transport/response_wire.hpp"
 
 #include <cstdio>
+#include <cstring>
 
 namespace troupe::transport {
 
@@ -14,9 +15,16 @@ void serialize_head(std::string& out, const http::response_header<>& head) {
       continue;
     }
     out.append(name).append(": ");
-    for (char c : f.value()) {
-      if (c != '\r' && c != '\n') {
-        out.push_back(c);
+    auto value = f.value();
+    // Values are scrubbed of CR and LF; most hold neither and go in one append.
+    if (!std::memchr(value.data(), '\r', value.size()) &&
+        !std::memchr(value.data(), '\n', value.size())) {
+      out.append(value.data(), value.size());
+    } else {
+      for (char c : value) {
+        if (c != '\r' && c != '\n') {
+          out.push_back(c);
+        }
       }
     }
     out.append("\r\n");

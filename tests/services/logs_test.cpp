@@ -1,9 +1,11 @@
 #include "services/logs.hpp"
+#include "services/plain_log_formatter.hpp"
 
 #include <catch2/catch.hpp>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
@@ -127,4 +129,62 @@ TEST_CASE_METHOD(fixture, "per-request info lines wait for the flusher; warnings
   logs::flush();
   CHECK(sink->flushes > 3);
   CHECK(sink->lines.size() == 6);
+}
+
+namespace {
+
+/// `%*` of spdlog's pattern formatter, as the plain formatter's reference.
+class request_id_flag final : public spdlog::custom_flag_formatter {
+public:
+  void format(const spdlog::details::log_msg&, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    if (auto id = logs::current_request_id(); !id.empty()) {
+      logs::append_request_id_field(id, dest);
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<request_id_flag>();
+  }
+};
+
+/// Keeps the lines of two formatters for every record it gets.
+class twin_sink final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  std::vector<std::pair<std::string, std::string>> lines;
+  logs::plain_log_formatter plain;
+  spdlog::pattern_formatter pattern;
+
+  twin_sink() {
+    pattern.add_flag<request_id_flag>('*').set_pattern(std::string(logs::plain_pattern));
+  }
+
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t a, b;
+    plain.format(msg, a);
+    pattern.format(msg, b);
+    lines.emplace_back(std::string(a.data(), a.size()), std::string(b.data(), b.size()));
+  }
+  void flush_() override {}
+};
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "the plain formatter writes the bytes of the plain pattern") {
+  auto twin = std::make_shared<twin_sink>();
+  logs::configure(twin, "trace", false);
+  auto& sink = twin;
+  for (auto level : {spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
+                     spdlog::level::warn, spdlog::level::err, spdlog::level::critical}) {
+    logs::gateway().log(level, "POST /v1/chat/completions status={}", 200); // no request id
+    logs::request("rid \"odd\"").log(level, "with an id {}", 1);
+  }
+  spdlog::details::log_msg old{spdlog::source_loc{}, "gateway", spdlog::level::info, "then"};
+  old.time = std::chrono::system_clock::time_point{std::chrono::milliseconds{1700000000007}};
+  sink->log(old); // a time of its own: the cached second is made again, milliseconds padded
+  sink->log(old);
+  REQUIRE(sink->lines.size() == 14);
+  for (auto& [plain, pattern] : sink->lines) {
+    CHECK(plain == pattern);
+  }
 }
