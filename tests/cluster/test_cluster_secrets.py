@@ -154,6 +154,11 @@ class SecretsTest(CertsTestCase):
                 self.assert_no_secret(get(n.url + p).text, f"{n.name} {p}")
             self.assert_no_secret(get(f"http://127.0.0.1:{n.gw.metrics_port}/metrics").text,
                                   f"{n.name} /metrics")
+        for n in (a, b):
+            # Per-request log lines are buffered until a flush or exit: every line is in the
+            # output once the node stopped.
+            n.gw.stop()
+            self.assertIn("troupe stopped", n.gw.output())
             self.assert_no_secret(n.gw.output(), f"{n.name}'s log (debug level)")
         # The keys were really in use: each provider saw its own.
         self.assertIn(f"Bearer {FLAG_KEY}", self.flagged.all_headers())
