@@ -135,7 +135,7 @@ void on_picked(request_self self) {
     // ...and after a failed attempt, running out of workers is that failure's fault.
     return fail_request(self, st.last_failure ? *st.last_failure : *err);
   }
-  st.svc->tracker->update(st.in->request_id, services::request_phase::dispatched);
+  st.svc->tracker->update(st.in->track, services::request_phase::dispatched);
   note_attempt(self, st.picked);
   st.attempting = true;
   st.path->start(self, std::move(st.picked));
@@ -152,7 +152,7 @@ void select_workers(request_self self) {
     return;
   }
   st.pinned = !prefer.empty();
-  st.svc->tracker->update(st.in->request_id, services::request_phase::selecting);
+  st.svc->tracker->update(st.in->track, services::request_phase::selecting);
   auto picks = st.path->picks();
   st.pending_picks = static_cast<unsigned>(picks.size());
   st.picked.assign(picks.size(), nullptr);
@@ -201,7 +201,7 @@ void start(request_self self) {
   }
   auto model = st.facts.model.value_or("");
   if (!model.empty()) {
-    st.svc->tracker->set_model(st.in->request_id, model);
+    st.svc->tracker->set_model(st.in->track, model);
   }
   auto service = st.svc->fleet->get()->service_of(model);
   if (!model.empty() && !service.known) {
@@ -265,7 +265,9 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
   st.in = std::move(in);
   st.op = &protocol::info(st.in->op);
   st.deadline = st.in->received + st.svc->cfg.request_timeout;
-  st.svc->tracker->begin(st.in->request_id, std::string(st.op->name));
+  if (st.in->track == 0) { // else tracked since admission let it wait
+    st.in->track = st.svc->tracker->begin(st.in->request_id, std::string(st.op->name));
+  }
   auto addr = caf::actor_cast<caf::actor_addr>(self);
   st.in->reply->on_disconnect([addr] {
     if (auto h = caf::actor_cast<request_actor>(addr)) {
@@ -320,7 +322,7 @@ void attempt_done(request_self self, attempt_end end) {
       if (delay.count() == 0) {
         return select_workers(self);
       }
-      st.svc->tracker->update(st.in->request_id, services::request_phase::backing_off);
+      st.svc->tracker->update(st.in->track, services::request_phase::backing_off);
       self->delayed_send(self, delay, tick_atom_v);
       return;
     }
@@ -351,7 +353,7 @@ void note_attempt(request_self self, std::span<const worker_entry_ptr> workers) 
   }
   for (std::size_t i = 0; i < workers.size(); ++i) {
     st.worker_ids += (i ? "+" : "") + workers[i]->id;
-    st.svc->tracker->add_worker(st.in->request_id, workers[i]->id);
+    st.svc->tracker->add_worker(st.in->track, workers[i]->id);
   }
 }
 
@@ -395,7 +397,7 @@ void finish_request(request_self self) {
     }
     m->on_request_end(out);
   }
-  st.svc->tracker->end(st.in->request_id);
+  st.svc->tracker->end(st.in->track);
   self->quit();
 }
 
@@ -422,8 +424,8 @@ std::shared_ptr<relay_sink> make_relay_sink(request_self self,
   auto sink = std::make_shared<relay_sink>(
       std::move(reply), st.in->request_id, st.op->format, st.svc->cfg.max_response_size,
       st.svc->cfg.max_error_response_size, std::move(observer));
-  sink->on_stream_start([tracker = st.svc->tracker, id = st.in->request_id] {
-    tracker->update(id, services::request_phase::streaming);
+  sink->on_stream_start([tracker = st.svc->tracker, track = st.in->track] {
+    tracker->update(track, services::request_phase::streaming);
   });
   return sink;
 }

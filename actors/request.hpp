@@ -30,6 +30,8 @@ struct inbound_request {
   transport::request req;
   std::shared_ptr<transport::reply_channel> reply;
   std::string request_id;
+  /// Its entry in the node's request tracker (`request_tracker::ticket`; 0 until tracked).
+  std::uint64_t track = 0;
   std::chrono::steady_clock::time_point received;
   std::vector<std::string> params; ///< Values of the route's `{...}` segments (a response id).
   /// The request's admission slot, when admission control is on: it goes back when the

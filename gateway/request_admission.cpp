@@ -47,7 +47,7 @@ void refuse(const actors::gateway_services& svc, actors::inbound_request& in,
     res.set(transport::http::field::retry_after, "1");
   }
   in.reply->respond(std::move(res));
-  svc.tracker->end(in.request_id);
+  svc.tracker->end(in.track);
   auto elapsed = std::chrono::duration<double, std::milli>(clock::now() - in.received);
   logs::http(in.request_id)
       .info("{} {} model=- worker=- status={} duration_ms={:.3f} error={} admission={}",
@@ -58,7 +58,7 @@ void refuse(const actors::gateway_services& svc, actors::inbound_request& in,
 /// Hands an admitted request to its actor.
 void start(const actors::services_ptr& svc, std::shared_ptr<actors::inbound_request> in,
            services::admission_permit permit) {
-  svc->tracker->update(in->request_id, services::request_phase::parsing);
+  svc->tracker->update(in->track, services::request_phase::parsing);
   in->permit = std::move(permit);
   actors::spawn_request(svc, std::move(in));
 }
@@ -108,8 +108,8 @@ void admit_request(const actors::services_ptr& svc, std::shared_ptr<actors::inbo
   }
   // The tracker entry exists before the request can be let in from the queue (on another io
   // thread, by a request that ends there), so it is never added after its actor removed it.
-  svc->tracker->begin(in->request_id, std::string(protocol::info(in->op).name));
-  svc->tracker->update(in->request_id, services::request_phase::queued);
+  in->track = svc->tracker->begin(in->request_id, std::string(protocol::info(in->op).name));
+  svc->tracker->update(in->track, services::request_phase::queued);
   // The queue holds the services weakly: a request still waiting at shutdown is dropped with
   // the services instead of keeping them alive in a cycle.
   std::weak_ptr<const actors::gateway_services> weak_svc = svc;
@@ -139,9 +139,9 @@ void admit_request(const actors::services_ptr& svc, std::shared_ptr<actors::inbo
   // can be seen, and before the request actor's own registration replaces it should the
   // request be let in on another thread meanwhile. Once it is let in, cancelling is a no-op.
   in->reply->on_disconnect([weak_gate = std::weak_ptr{gate}, ticket = e.ticket,
-                            tracker = svc->tracker, id = in->request_id] {
+                            tracker = svc->tracker, track = in->track, id = in->request_id] {
     if (auto gate = weak_gate.lock(); gate && gate->cancel(ticket)) {
-      tracker->end(id);
+      tracker->end(track);
       logs::http(id).info("client left while queued for admission");
     }
   });

@@ -31,39 +31,40 @@ std::string_view to_string(request_phase p) noexcept {
   return "parsing";
 }
 
-void request_tracker::begin(const std::string& id, std::string route) {
+request_tracker::ticket request_tracker::begin(const std::string& id, std::string route) {
   std::lock_guard guard{mx_};
-  auto [it, fresh] = entries_.try_emplace(id);
-  it->second.route = std::move(route);
-  if (fresh) {
-    it->second.started = std::chrono::steady_clock::now();
-  }
+  const auto t = next_++;
+  auto& e = entries_[t];
+  e.id = id;
+  e.route = std::move(route);
+  e.started = std::chrono::steady_clock::now();
+  return t;
 }
 
-void request_tracker::update(const std::string& id, request_phase phase) {
+void request_tracker::update(ticket t, request_phase phase) {
   std::lock_guard guard{mx_};
-  if (auto it = entries_.find(id); it != entries_.end()) {
+  if (auto it = entries_.find(t); it != entries_.end()) {
     it->second.phase = phase;
   }
 }
 
-void request_tracker::set_model(const std::string& id, const std::string& model) {
+void request_tracker::set_model(ticket t, const std::string& model) {
   std::lock_guard guard{mx_};
-  if (auto it = entries_.find(id); it != entries_.end()) {
+  if (auto it = entries_.find(t); it != entries_.end()) {
     it->second.model = model;
   }
 }
 
-void request_tracker::add_worker(const std::string& id, const std::string& worker) {
+void request_tracker::add_worker(ticket t, const std::string& worker) {
   std::lock_guard guard{mx_};
-  if (auto it = entries_.find(id); it != entries_.end()) {
+  if (auto it = entries_.find(t); it != entries_.end()) {
     it->second.workers.push_back(worker);
   }
 }
 
-void request_tracker::end(const std::string& id) {
+void request_tracker::end(ticket t) {
   std::lock_guard guard{mx_};
-  entries_.erase(id);
+  entries_.erase(t);
 }
 
 std::size_t request_tracker::size() const {
@@ -75,12 +76,12 @@ nlohmann::json request_tracker::list(std::chrono::milliseconds min_age) const {
   auto now = std::chrono::steady_clock::now();
   auto out = nlohmann::json::array();
   std::lock_guard guard{mx_};
-  for (auto& [id, e] : entries_) {
+  for (auto& [t, e] : entries_) {
     auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - e.started);
     if (age < min_age) {
       continue;
     }
-    out.push_back({{"id", id},
+    out.push_back({{"id", e.id},
                    {"route", e.route},
                    {"model", e.model},
                    {"phase", to_string(e.phase)},

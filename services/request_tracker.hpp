@@ -28,9 +28,15 @@ std::string_view to_string(request_phase p) noexcept;
 
 /// The requests in flight on this node, for the admin endpoint and graceful shutdown. Request
 /// actors write their own entry at each phase change (a short lock; no message on the hot path).
+/// An entry is named by the ticket `begin` gave, not by the request id: a client may send two
+/// requests with the same `x-request-id`, and each is tracked until it ends.
 class request_tracker {
 public:
+  /// Names one tracked request; 0 names none.
+  using ticket = std::uint64_t;
+
   struct entry {
+    std::string id; ///< The request id (the client's `x-request-id`, or one made here).
     std::string route;
     std::string model;
     request_phase phase = request_phase::parsing;
@@ -38,26 +44,28 @@ public:
     std::chrono::steady_clock::time_point started;
   };
 
-  /// Adds request `id`; one already there (it waited for admission) keeps its start time.
-  void begin(const std::string& id, std::string route);
+  /// Adds a request with id `id`; its ticket (never 0) names it in the calls below.
+  ticket begin(const std::string& id, std::string route);
 
-  /// Updates the phase (and, when given, the model and workers) of `id`.
-  void update(const std::string& id, request_phase phase);
-  void set_model(const std::string& id, const std::string& model);
-  void add_worker(const std::string& id, const std::string& worker);
+  /// Updates the phase (and, when given, the model and workers) of `t`; a ticket that ended
+  /// (or 0) is ignored.
+  void update(ticket t, request_phase phase);
+  void set_model(ticket t, const std::string& model);
+  void add_worker(ticket t, const std::string& worker);
 
-  /// Removes `id`.
-  void end(const std::string& id);
+  /// Removes `t`.
+  void end(ticket t);
 
   /// Requests in flight.
   std::size_t size() const;
 
-  /// Requests older than `min_age`, as JSON objects.
+  /// Requests older than `min_age`, as JSON objects (the oldest first).
   nlohmann::json list(std::chrono::milliseconds min_age) const;
 
 private:
   mutable std::mutex mx_;
-  std::unordered_map<std::string, entry> entries_;
+  ticket next_ = 1;
+  std::unordered_map<ticket, entry> entries_;
 };
 
 } // namespace troupe::services

@@ -188,7 +188,7 @@ void pd_path::on_leg_end(request_self self, worker_type role,
     strategy_->on_leg_ok(self, *this, role);
   }
   if (prefill_.running || decode_.running) {
-    st.svc->tracker->update(st.in->request_id, strategy_->waiting_phase());
+    st.svc->tracker->update(st.in->track, strategy_->waiting_phase());
     return;
   }
   conclude(self);

@@ -57,7 +57,7 @@ public:
     }
     auto leg = pair.body();
     protocol::make_prefill_leg(leg, st.op->op, protocol::prefill_params(connector_, transfer_id_));
-    st.svc->tracker->update(st.in->request_id, services::request_phase::prefilling);
+    st.svc->tracker->update(st.in->track, services::request_phase::prefilling);
     pair.start_leg(self, worker_type::prefill,
                    make_upstream_call(self, prefill, protocol::dump_body(leg)),
                    pair.prefill_sink());
@@ -149,7 +149,7 @@ private:
     }
     // A Responses create is stored by the worker that wrote it: the decode worker.
     sink_ = make_relay_sink(self, st.in->reply, decode.id);
-    st.svc->tracker->update(st.in->request_id, services::request_phase::decoding);
+    st.svc->tracker->update(st.in->track, services::request_phase::decoding);
     pair.start_leg(self, worker_type::decode, make_upstream_call(self, decode, std::move(body)),
                    sink_);
   }

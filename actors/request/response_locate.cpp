@@ -126,7 +126,7 @@ bool locate_response(request_self self, protocol::worker_type role, void (*then)
   if (!id || id->empty()) {
     return false;
   }
-  st.svc->tracker->update(st.in->request_id, services::request_phase::locating);
+  st.svc->tracker->update(st.in->track, services::request_phase::locating);
   next_probe(self, lookup{*id, role, {}, then});
   return true;
 }

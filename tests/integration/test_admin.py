@@ -162,6 +162,31 @@ class AdminViewsTest(ProcessTestCase):
         wait_until(lambda: self.admin("/admin/requests")["in_flight"] == 0,
                    what="the stream's end")
 
+    def test_two_requests_with_one_request_id_are_both_in_flight(self):
+        # A client may send one X-Request-Id twice at once: each request is its own entry, and
+        # the first one's end leaves the second counted (it used to drop it).
+        self.worker.configure(stall_ms=0, itl_ms=200)
+        streams = [Stream(self.gw.url + "/v1/chat/completions",
+                          dict(CHAT, stream=True, max_tokens=max_tokens),
+                          headers={"X-Request-Id": "rid-twice"}) for max_tokens in (2, 40)]
+        try:
+            for s in streams:
+                next(s.events())
+            body = self.admin("/admin/requests")
+            self.assertEqual(body["in_flight"], 2)
+            self.assertEqual([r["id"] for r in body["requests"]], ["rid-twice", "rid-twice"])
+            list(streams[0].events())  # the short one ends
+            body = wait_until(lambda: (lambda b: b if b["in_flight"] == 1 else None)(
+                self.admin("/admin/requests")), what="the first request's end")
+            self.assertEqual([(r["id"], r["phase"]) for r in body["requests"]],
+                             [("rid-twice", "streaming")])
+            self.assertEqual(samples(scrape(self.gw))["troupe_requests_in_flight"], 1)
+        finally:
+            for s in streams:
+                s.close()
+        wait_until(lambda: self.admin("/admin/requests")["in_flight"] == 0,
+                   what="both requests' end")
+
     def test_cluster_view_has_this_node_as_its_only_member(self):
         body = self.admin("/admin/cluster")
         me = f"127.0.0.1:{self.gw.port}"
