@@ -66,6 +66,9 @@ struct worker_live {
 
   /// This node's own requests in flight.
   int local_load() const noexcept { return in_flight.load(std::memory_order_relaxed); }
+
+  /// The other members' requests in flight, as they last reported.
+  int remote_load() const noexcept { return remote_in_flight.load(std::memory_order_relaxed); }
 };
 
 } // namespace troupe::actors

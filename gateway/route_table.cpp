@@ -2,6 +2,7 @@
 
 #include "actors/errors.hpp"
 #include "gateway/metered_reply.hpp"
+#include "transport/header_fields.hpp"
 
 #include <array>
 #include <iterator>
@@ -156,31 +157,22 @@ std::string new_request_id() {
 /// The request id the client gave in the first of `headers` it set (1 to 128 bytes), or a
 /// fresh one.
 std::string request_id_of(const transport::request& req, const std::vector<std::string>& headers) {
-  // For the usual few names, one pass over the client's fields (a lookup per name cost ~250
-  // instructions): the first field of each name, then the first name whose field qualifies.
+  // The first field of each name in one pass (on the stack for the usual few names), then the
+  // first name whose field qualifies.
   constexpr std::size_t few = 8;
+  std::array<std::optional<std::string_view>, few> on_stack;
+  std::vector<std::optional<std::string_view>> on_heap;
+  std::span<std::optional<std::string_view>> first = on_stack;
   if (headers.size() <= few) {
-    std::array<std::optional<std::string_view>, few> first{};
-    for (auto& f : req) {
-      auto name = f.name_string();
-      for (std::size_t i = 0; i < headers.size(); ++i) {
-        if (!first[i] && boost::beast::iequals(name, headers[i])) {
-          first[i] = f.value();
-          break;
-        }
-      }
-    }
-    for (std::size_t i = 0; i < headers.size(); ++i) {
-      if (first[i] && !first[i]->empty() && first[i]->size() <= 128) {
-        return std::string(*first[i]);
-      }
-    }
-    return new_request_id();
+    first = first.first(headers.size());
+  } else {
+    on_heap.resize(headers.size());
+    first = on_heap;
   }
-  for (auto& name : headers) {
-    if (auto it = req.find(name);
-        it != req.end() && !it->value().empty() && it->value().size() <= 128) {
-      return std::string(it->value());
+  transport::first_fields(req, headers, first);
+  for (auto& value : first) {
+    if (value && !value->empty() && value->size() <= 128) {
+      return std::string(*value);
     }
   }
   return new_request_id();

@@ -1,7 +1,8 @@
 #include "transport/response_wire.hpp"
 
+#include "transport/header_fields.hpp"
+
 #include <cstdio>
-#include <cstring>
 
 namespace troupe::transport {
 
@@ -15,18 +16,7 @@ void serialize_head(std::string& out, const http::response_header<>& head) {
       continue;
     }
     out.append(name).append(": ");
-    auto value = f.value();
-    // Values are scrubbed of CR and LF; most hold neither and go in one append.
-    if (!std::memchr(value.data(), '\r', value.size()) &&
-        !std::memchr(value.data(), '\n', value.size())) {
-      out.append(value.data(), value.size());
-    } else {
-      for (char c : value) {
-        if (c != '\r' && c != '\n') {
-          out.push_back(c);
-        }
-      }
-    }
+    append_without_crlf(out, f.value());
     out.append("\r\n");
   }
 }

@@ -1,12 +1,12 @@
 #include "transport/upstream_exchange.hpp"
 
+#include "transport/header_fields.hpp"
 #include "transport/read_buffer.hpp"
 
 #include <algorithm>
 #include <array>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <cstring>
 #include <limits>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -76,24 +76,12 @@ std::string serialize_request_head(http::verb method, std::string_view target,
                                    std::optional<std::size_t> body_size) {
   // Written by hand rather than by Beast's serializer: the same bytes for a fraction of the
   // work on the hot path. Values are scrubbed of CR and LF so no header can be injected.
-  auto append_clean = [](std::string& out, std::string_view v) {
-    // Two memchr (vectorized) rather than find_first_of, which calls memchr once per byte.
-    if (!std::memchr(v.data(), '\r', v.size()) && !std::memchr(v.data(), '\n', v.size())) {
-      out.append(v);
-      return;
-    }
-    for (char c : v) {
-      if (c != '\r' && c != '\n') {
-        out.push_back(c);
-      }
-    }
-  };
   std::string out;
   out.reserve(128 + target.size() + headers.size() * 48);
   out.append(http::to_string(method)).push_back(' ');
-  append_clean(out, target);
+  append_without_crlf(out, target);
   out.append(" HTTP/1.1\r\nHost: ");
-  append_clean(out, authority);
+  append_without_crlf(out, authority);
   out.append("\r\n");
   bool content_type = false;
   for (auto& [name, value] : headers) {
@@ -102,9 +90,9 @@ std::string serialize_request_head(http::verb method, std::string_view target,
       continue; // framing and routing are the gateway's
     }
     content_type = content_type || beast::iequals(name, "content-type");
-    append_clean(out, name);
+    append_without_crlf(out, name);
     out.append(": ");
-    append_clean(out, value);
+    append_without_crlf(out, value);
     out.append("\r\n");
   }
   if (body_size) {

@@ -210,7 +210,8 @@ public:
     for (auto& [t, w] : owned_) {
       auto matched = take_match(t, worth);
       longest = std::max(longest, matched);
-      scored_cands_.push_back({matched, w->live->load() + reserved(t), held(t), remote(*w)});
+      scored_cands_.push_back(
+          {matched, w->live->load() + reserved(t), held(t), w->live->remote_load()});
     }
     auto rank_of = [&](std::size_t j) { return view_->rank(owned_[j].second->id); };
     std::size_t j;
@@ -352,7 +353,7 @@ private:
       auto matched = take_match(t, worth);
       longest = std::max(longest, matched);
       scored_cands_.push_back(
-          {matched, cands[i]->live->load() + reserved(t), held(t), remote(*cands[i])});
+          {matched, cands[i]->live->load() + reserved(t), held(t), cands[i]->live->remote_load()});
     }
     // The running mean prompt: what one request queued at a worker is taken to cost.
     const auto bytes = static_cast<double>(text.size());
@@ -446,11 +447,6 @@ private:
       }
     }
     return k;
-  }
-
-  /// Requests the other nodes reported in flight at `w` (0 alone).
-  static int remote(const worker_entry& w) {
-    return std::max(0, w.live->load() - w.live->local_load());
   }
 
   /// Requests this node counts at tenant `t` for the workers it chose for other nodes.

@@ -3,10 +3,12 @@
 #include "actors/errors.hpp"
 #include "actors/request/retry_policy.hpp"
 #include "protocol/upstream_error.hpp"
+#include "transport/header_fields.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
 
 namespace troupe::actors {
 
@@ -49,19 +51,15 @@ bool named_by_connection(std::string_view connection, std::string_view name) {
   return false;
 }
 
-} // namespace
+/// The worker's fields the relay reads, found in one pass (`head[...]` is a case-insensitive
+/// tree search per name, ~600 instructions each).
+constexpr std::array read_fields{http::field::connection, http::field::content_type,
+                                 http::field::content_length};
 
-transport::header_list relayable_headers(const http::response_header<>& head) {
+/// `relayable_headers` with the value of `head`'s first Connection field already found.
+transport::header_list relayable_headers(const http::response_header<>& head,
+                                         std::string_view connection) {
   transport::header_list out;
-  // The first Connection field, as `head[field::connection]` would find it, without the
-  // case-insensitive tree search (~600 instructions): the fields are a handful.
-  std::string_view connection;
-  for (auto& f : head) {
-    if (f.name() == http::field::connection) {
-      connection = f.value();
-      break;
-    }
-  }
   for (auto& f : head) {
     auto name = f.name_string();
     bool drop = std::any_of(dropped_headers.begin(), dropped_headers.end(),
@@ -72,6 +70,14 @@ transport::header_list relayable_headers(const http::response_header<>& head) {
     }
   }
   return out;
+}
+
+} // namespace
+
+transport::header_list relayable_headers(const http::response_header<>& head) {
+  std::array<std::optional<std::string_view>, 1> connection;
+  transport::first_fields(head, read_fields, connection);
+  return relayable_headers(head, connection[0].value_or(std::string_view{}));
 }
 
 relay_sink::relay_sink(std::shared_ptr<transport::reply_channel> reply, std::string request_id,
@@ -87,21 +93,11 @@ void relay_sink::on_source(std::weak_ptr<transport::flow_source> source) {
 
 bool relay_sink::on_head(const http::response_header<>& head) {
   status_ = head.result_int();
-  // The first Content-Type and Content-Length, as `head[...]` would find them, in one pass.
-  std::string_view content_type;
-  std::string_view content_length;
-  bool type_seen = false;
-  bool length_seen = false;
-  for (auto& f : head) {
-    if (!type_seen && f.name() == http::field::content_type) {
-      content_type = f.value();
-      type_seen = true;
-    } else if (!length_seen && f.name() == http::field::content_length) {
-      content_length = f.value();
-      length_seen = true;
-    }
-  }
-  headers_ = relayable_headers(head);
+  std::array<std::optional<std::string_view>, read_fields.size()> read;
+  transport::first_fields(head, read_fields, read);
+  const auto content_type = read[1].value_or(std::string_view{});
+  const auto content_length = read[2].value_or(std::string_view{});
+  headers_ = relayable_headers(head, read[0].value_or(std::string_view{}));
   headers_.emplace_back("x-request-id", request_id_);
   // A kept error is read like any error body, even one that says it is a stream.
   held_ = hold_ && retryable_status(status_);

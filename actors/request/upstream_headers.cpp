@@ -1,7 +1,10 @@
 #include "actors/request/upstream_headers.hpp"
 
+#include "transport/header_fields.hpp"
+
 #include <array>
 #include <cctype>
+#include <optional>
 
 namespace troupe::actors {
 
@@ -79,21 +82,12 @@ void allowlisted_headers(const transport::request& req, const worker_entry& work
                          std::string_view gateway_key, transport::header_list& out) {
   bool own_key = !worker.spec.api_key.empty();
   bool provider = worker.spec.provider != protocol::provider_kind::none;
-  // One pass over the client's fields (a handful) rather than a lookup per allowed name: the
-  // first field of each allowed name, sent in the list's order as before.
-  std::array<std::string_view, forwarded.size()> values{};
-  for (auto& f : req) {
-    auto field_name = f.name_string();
-    for (std::size_t i = 0; i < forwarded.size(); ++i) {
-      if (values[i].data() == nullptr && boost::beast::iequals(field_name, forwarded[i])) {
-        values[i] = f.value();
-        break;
-      }
-    }
-  }
+  // The first field of each allowed name, in one pass; sent in the list's order.
+  std::array<std::optional<std::string_view>, forwarded.size()> values;
+  transport::first_fields(req, forwarded, values);
   for (std::size_t i = 0; i < forwarded.size(); ++i) {
     auto name = forwarded[i];
-    auto value = values[i];
+    auto value = values[i].value_or(std::string_view{});
     if (value.empty()) {
       continue;
     }

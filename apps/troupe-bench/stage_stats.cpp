@@ -17,10 +17,8 @@ double ms(bench_clock::duration d) {
 stage_stats::stage_stats(bench_clock::time_point window_start, const std::vector<std::string>& urls)
     : window_start_(window_start), last_end_(window_start) {
   for (const auto& u : urls) {
-    targets_.push_back({u});
+    targets_.emplace_back().counts.url = u;
   }
-  target_ttft_.resize(targets_.size());
-  target_e2e_.resize(targets_.size());
 }
 
 void stage_stats::add(const request_record& r) {
@@ -33,7 +31,8 @@ void stage_stats::add(const request_record& r) {
     last_end_ = r.end;
     any_end_ = true;
   }
-  auto& t = targets_.at(r.target);
+  auto& target = targets_.at(r.target);
+  auto& t = target.counts;
   ++t.requests;
   if (r.result != outcome::ok) {
     auto reason = r.result == outcome::http_error ? "http_" + std::to_string(r.status)
@@ -59,11 +58,11 @@ void stage_stats::add(const request_record& r) {
     t.cached_tokens += r.counts.cached_tokens;
   }
   e2e_.add(ms(r.end - r.scheduled));
-  target_e2e_.at(r.target).add(ms(r.end - r.scheduled));
+  target.e2e.add(ms(r.end - r.scheduled));
   wait_.add(ms(r.sent - r.scheduled));
   if (r.streamed && r.token_events > 0) {
     ttft_.add(ms(r.first_token - r.scheduled));
-    target_ttft_.at(r.target).add(ms(r.first_token - r.scheduled));
+    target.ttft.add(ms(r.first_token - r.scheduled));
     for (float g : r.gaps_ms) {
       itl_.add(g);
     }
@@ -100,12 +99,14 @@ void stage_stats::merge(const stage_stats& o) {
   e2e_.merge(o.e2e_);
   wait_.merge(o.wait_);
   for (std::size_t i = 0; i < targets_.size() && i < o.targets_.size(); ++i) {
-    targets_[i].requests += o.targets_[i].requests;
-    targets_[i].ok += o.targets_[i].ok;
-    targets_[i].prompt_tokens += o.targets_[i].prompt_tokens;
-    targets_[i].cached_tokens += o.targets_[i].cached_tokens;
-    target_ttft_[i].merge(o.target_ttft_[i]);
-    target_e2e_[i].merge(o.target_e2e_[i]);
+    auto& t = targets_[i].counts;
+    const auto& from = o.targets_[i].counts;
+    t.requests += from.requests;
+    t.ok += from.ok;
+    t.prompt_tokens += from.prompt_tokens;
+    t.cached_tokens += from.cached_tokens;
+    targets_[i].ttft.merge(o.targets_[i].ttft);
+    targets_[i].e2e.merge(o.targets_[i].e2e);
   }
 }
 
@@ -135,10 +136,10 @@ stage_summary stage_stats::summarize(const stage_spec& spec) const {
   s.tpot = tpot_.summarize();
   s.e2e = e2e_.summarize();
   s.wait = wait_.summarize();
-  s.targets = targets_;
-  for (std::size_t i = 0; i < s.targets.size(); ++i) {
-    s.targets[i].ttft = target_ttft_[i].summarize();
-    s.targets[i].e2e = target_e2e_[i].summarize();
+  for (const auto& t : targets_) {
+    s.targets.push_back(t.counts);
+    s.targets.back().ttft = t.ttft.summarize();
+    s.targets.back().e2e = t.e2e.summarize();
   }
   return s;
 }

@@ -76,11 +76,14 @@ private:
   bool reported_prompt_ = false;
   bool reported_cached_ = false;
   sample_set ttft_, itl_, tpot_, e2e_, wait_;
-  std::vector<target_counts> targets_;
-  /// Per target (by index): its successful requests' TTFT and end-to-end samples, so that
-  /// several URLs measured in one stage (e.g. a worker directly and through a gateway, at once)
-  /// compare under the same load.
-  std::vector<sample_set> target_ttft_, target_e2e_;
+  /// One URL's counts and its successful requests' TTFT and end-to-end samples, so that several
+  /// URLs measured in one stage (e.g. a worker directly and through a gateway, at once) compare
+  /// under the same load.
+  struct target_stats {
+    target_counts counts;
+    sample_set ttft, e2e;
+  };
+  std::vector<target_stats> targets_; ///< By target index.
 };
 
 } // namespace troupe::bench

@@ -1,0 +1,59 @@
+#pragma once
+
+// Header field text on the hot path: a value appended without CR or LF (so no header can be
+// injected), and the first field of several names found in one pass over a message's fields (a
+// Beast lookup per name is a case-insensitive tree search, ~250-600 instructions each).
+
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace troupe::transport {
+
+/// Appends `v` to `out` without its CR and LF characters (most values hold neither: one append).
+inline void append_without_crlf(std::string& out, std::string_view v) {
+  if (!std::memchr(v.data(), '\r', v.size()) && !std::memchr(v.data(), '\n', v.size())) {
+    out.append(v);
+    return;
+  }
+  for (char c : v) {
+    if (c != '\r' && c != '\n') {
+      out.push_back(c);
+    }
+  }
+}
+
+/// For each of `names` (field names compared case-insensitively, or Beast's `http::field`
+/// values for known fields: an integer compare), the value of its first field in `fields`, or
+/// nullopt when it has none: what `fields.find(names[i])` finds, in one pass over the fields.
+/// `out` has a slot per name.
+template <class Fields, class Names>
+void first_fields(const Fields& fields, const Names& names,
+                  std::span<std::optional<std::string_view>> out) {
+  using name_type = std::decay_t<decltype(names[0])>;
+  auto is = [](const auto& f, const name_type& name) {
+    if constexpr (std::is_same_v<name_type, boost::beast::http::field>) {
+      return f.name() == name;
+    } else {
+      return boost::beast::iequals(f.name_string(), name);
+    }
+  };
+  for (auto& slot : out) {
+    slot.reset();
+  }
+  for (auto& f : fields) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (!out[i] && is(f, names[i])) {
+        out[i] = f.value();
+        break;
+      }
+    }
+  }
+}
+
+} // namespace troupe::transport
