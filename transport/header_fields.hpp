@@ -17,6 +17,9 @@ namespace troupe::transport {
 
 /// Appends `v` to `out` without its CR and LF characters (most values hold neither: one append).
 inline void append_without_crlf(std::string& out, std::string_view v) {
+  if (v.empty()) {
+    return; // (memchr must not see the null data() of an empty view)
+  }
   if (!std::memchr(v.data(), '\r', v.size()) && !std::memchr(v.data(), '\n', v.size())) {
     out.append(v);
     return;
