@@ -76,7 +76,7 @@ transport::header_list relayable_headers(const http::response_header<>& head,
 
 transport::header_list relayable_headers(const http::response_header<>& head) {
   std::array<std::optional<std::string_view>, 1> connection;
-  transport::first_fields(head, read_fields, connection);
+  transport::first_fields(head, std::array{http::field::connection}, connection);
   return relayable_headers(head, connection[0].value_or(std::string_view{}));
 }
 
@@ -95,9 +95,10 @@ bool relay_sink::on_head(const http::response_header<>& head) {
   status_ = head.result_int();
   std::array<std::optional<std::string_view>, read_fields.size()> read;
   transport::first_fields(head, read_fields, read);
-  const auto content_type = read[1].value_or(std::string_view{});
-  const auto content_length = read[2].value_or(std::string_view{});
-  headers_ = relayable_headers(head, read[0].value_or(std::string_view{}));
+  const auto [connection, type, length] = read; // read_fields' order
+  const auto content_type = type.value_or(std::string_view{});
+  const auto content_length = length.value_or(std::string_view{});
+  headers_ = relayable_headers(head, connection.value_or(std::string_view{}));
   headers_.emplace_back("x-request-id", request_id_);
   // A kept error is read like any error body, even one that says it is a stream.
   held_ = hold_ && retryable_status(status_);
