@@ -31,7 +31,8 @@ struct worker_entry : std::enable_shared_from_this<worker_entry> {
   protocol::worker_spec spec;      ///< As registered (url canonical).
   protocol::base_url url;          ///< Parsed `spec.url`.
   std::vector<std::string> models; ///< Model ids served (empty until discovered).
-  worker_proxy_actor proxy;        ///< The actor that talks to the worker.
+  worker_proxy_actor proxy;        ///< The actor that owns the worker's connections and health.
+  worker_channel_ptr channel;      ///< How requests reach the worker (no message to its proxy).
   std::shared_ptr<worker_live> live;
   std::chrono::system_clock::time_point registered_at;
   std::uint64_t version = 0; ///< Version of its registration record (cluster: last writer wins).

@@ -16,6 +16,8 @@ struct pd_leg_state {
 
   pd_leg_spec spec;
   std::uint64_t order_id = 0; ///< The order in flight, 0 before dispatch and after its end.
+  std::shared_ptr<transport::exchange_control> exchange; ///< Its exchange, to cancel it.
+  caf::typed_response_promise<exchange_result> promise;  ///< The parent's dispatch.
   bool cancelled = false;
 };
 
@@ -25,7 +27,7 @@ void cancel_order(self_ptr self) {
   auto& st = self->state;
   st.cancelled = true;
   if (st.order_id != 0) {
-    self->send(st.spec.worker->proxy, cancel_atom_v, st.order_id);
+    st.exchange->cancel();
   }
 }
 
@@ -49,22 +51,22 @@ pd_leg_actor::behavior_type pd_leg(self_ptr self, caf::actor_addr parent, pd_leg
           self->quit();
           return r;
         }
-        auto rp = self->make_response_promise<exchange_result>();
+        st.promise = self->make_response_promise<exchange_result>();
         dispatch_order order{next_order_id(), std::move(st.spec.call), std::move(st.spec.sink)};
         st.order_id = order.id;
-        self->request(st.spec.worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
-            .then(
-                [self, rp](exchange_result& r) mutable {
-                  self->state.order_id = 0;
-                  rp.deliver(std::move(r));
-                  self->quit();
-                },
-                [self, rp](caf::error& e) mutable {
-                  self->state.order_id = 0;
-                  rp.deliver(std::move(e));
-                  self->quit();
-                });
-        return rp;
+        st.exchange =
+            st.spec.worker->channel->start(std::move(order), caf::actor_cast<caf::actor>(self));
+        return st.promise;
+      },
+      [self](done_atom, std::uint64_t order, exchange_result& r) {
+        auto& st = self->state;
+        if (order == 0 || order != st.order_id) {
+          return;
+        }
+        st.order_id = 0;
+        st.exchange.reset();
+        st.promise.deliver(std::move(r));
+        self->quit();
       },
       [self](cancel_atom) { cancel_order(self); },
   };

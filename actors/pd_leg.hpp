@@ -11,14 +11,16 @@
 namespace troupe::actors {
 
 /// One half of a prefill/decode dispatch: a child of the request actor that runs one exchange
-/// with its worker through the worker's proxy, and stops when the exchange is over. It monitors
+/// with its worker through the worker's channel, and stops when the exchange is over. It monitors
 /// its request actor: if that one dies, the leg cancels its exchange (the worker's load is
 /// released either way).
 using pd_leg_actor = caf::typed_actor<
     /// Sends the leg's request; replies with the exchange's outcome once it is over.
     caf::replies_to<dispatch_atom>::with<transport::exchange_result>,
     /// Aborts the leg's exchange (the other leg failed, or the client left).
-    caf::reacts_to<cancel_atom>>;
+    caf::reacts_to<cancel_atom>,
+    /// The leg's exchange ended (sent by the worker's channel).
+    caf::reacts_to<done_atom, std::uint64_t, transport::exchange_result>>;
 
 /// What a leg sends, to whom, and where the response goes.
 struct pd_leg_spec {

@@ -258,8 +258,10 @@ void erase(registry_state& st, std::size_t at) {
 void start_proxy(self_ptr self, worker_entry& entry, protocol::checked_spec checked) {
   auto& st = self->state;
   entry.live = std::make_shared<worker_live>();
-  entry.proxy = make_worker_proxy(self->system(), *st.ioc, entry.id, std::move(checked), entry.live,
-                                  caf::actor_cast<worker_listener>(self), st.cfg);
+  auto link = make_worker_proxy(self->system(), *st.ioc, entry.id, std::move(checked), entry.live,
+                                caf::actor_cast<worker_listener>(self), st.cfg);
+  entry.proxy = std::move(link.proxy);
+  entry.channel = std::move(link.channel);
   register_with(st.inspector, "worker_proxy", "worker_proxy:" + entry.id, entry.proxy);
 }
 

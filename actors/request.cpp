@@ -282,6 +282,11 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
         }
       },
       [self](cancel_atom) { on_cancel(self); },
+      [self](done_atom, std::uint64_t order, transport::exchange_result& r) {
+        if (!on_lookup_end(self, order, r) && self->state.path) {
+          self->state.path->on_exchange_end(self, order, r);
+        }
+      },
   };
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/gateway_services.hpp"
+#include "actors/messages.hpp"
 #include "protocol/routes.hpp"
 #include "services/admission.hpp"
 #include "transport/http_types.hpp"
@@ -22,7 +23,9 @@ using request_actor = caf::typed_actor<
     /// The client disconnected: abort the upstream exchange and stop.
     caf::reacts_to<cancel_atom>,
     /// The wait before a retry is over: pick another worker.
-    caf::reacts_to<tick_atom>>;
+    caf::reacts_to<tick_atom>,
+    /// An exchange the request started on a worker's channel ended (sent by the channel).
+    caf::reacts_to<done_atom, std::uint64_t, transport::exchange_result>>;
 
 /// A request as the endpoint layer hands it over.
 struct inbound_request {

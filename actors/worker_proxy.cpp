@@ -1,5 +1,6 @@
 #include "actors/worker_proxy.hpp"
 
+#include "actors/pooled_channel.hpp"
 #include "actors/send_later.hpp"
 #include "services/logs.hpp"
 #include "transport/collect_sink.hpp"
@@ -26,15 +27,10 @@ struct worker_proxy_state {
   std::string id;
   protocol::checked_spec spec;
   std::shared_ptr<transport::upstream_pool> pool;
+  std::shared_ptr<pooled_channel> channel; ///< How requests reach the worker.
   std::shared_ptr<worker_live> live;
   worker_listener listener;
   worker_proxy_config cfg;
-
-  struct order {
-    std::shared_ptr<transport::upstream_exchange> exchange;
-    caf::typed_response_promise<exchange_result> promise;
-  };
-  std::unordered_map<std::uint64_t, order> orders;
 
   /// Internal probes (health checks, model discovery): what to do with their outcome.
   struct probe {
@@ -52,7 +48,6 @@ struct worker_proxy_state {
   bool check_running = false;
   unsigned checks_passed = 0;      ///< Consecutive.
   unsigned checks_failed = 0;      ///< Consecutive.
-  unsigned cb_failures = 0;        ///< Consecutive failed requests.
   unsigned cb_successes = 0;       ///< Consecutive successes while half-open.
   std::uint64_t cb_generation = 0; ///< Ignores stale half-open timers.
 };
@@ -72,23 +67,6 @@ transport::header_list auth_headers(const protocol::worker_spec& spec) {
     h.emplace_back("authorization", "Bearer " + spec.api_key);
   }
   return h;
-}
-
-bool is_failure(const exchange_result& r) {
-  switch (r.status) {
-  case exchange_status::connect_failed:
-  case exchange_status::broken:
-  case exchange_status::timeout:
-    return true;
-  case exchange_status::ok:
-    return r.http_status >= 500;
-  case exchange_status::rejected:
-    // Refused by a size limit: the worker's fault only when it was answering an error.
-    return r.http_status >= 500;
-  case exchange_status::cancelled:
-    return false;
-  }
-  return false;
 }
 
 void start_probe(self_ptr self, std::string path,
@@ -297,30 +275,23 @@ void schedule_half_open(self_ptr self) {
              breaker_atom_v, ++st.cb_generation);
 }
 
-void record_outcome(self_ptr self, const exchange_result& r) {
+/// Counts what the channel reported of a request's exchange: a failure (making `streak` failures
+/// in a row) or an outcome while half-open.
+void record_outcome(self_ptr self, const exchange_result& r, unsigned streak) {
   auto& st = self->state;
-  // Called when the exchange is over (body read, stream ended or broken), not at its head.
-  // A cancelled exchange, or a success too large to relay, says nothing about the worker.
-  if (r.status == exchange_status::cancelled ||
-      (r.status == exchange_status::rejected && !is_failure(r))) {
-    return;
-  }
   auto state = st.live->breaker.load();
-  if (is_failure(r)) {
-    st.live->failures.fetch_add(1, std::memory_order_relaxed);
+  if (is_worker_failure(r)) {
     st.cb_successes = 0;
-    ++st.cb_failures;
     if (st.cfg.cb_enabled &&
         (state == breaker_state::half_open ||
-         (state == breaker_state::closed && st.cb_failures >= st.cfg.cb_failure_threshold))) {
+         (state == breaker_state::closed && streak >= st.cfg.cb_failure_threshold))) {
       st.live->breaker.store(breaker_state::open);
       logs::proxy().warn("worker {} ({}): circuit breaker open after {} failures (last: {} {})",
-                         st.id, st.spec.spec.url, st.cb_failures, to_string(r.status), r.detail);
+                         st.id, st.spec.spec.url, streak, to_string(r.status), r.detail);
       schedule_half_open(self);
     }
     return;
   }
-  st.cb_failures = 0;
   if (state == breaker_state::half_open && ++st.cb_successes >= st.cfg.cb_success_threshold) {
     st.live->breaker.store(breaker_state::closed);
     st.cb_successes = 0;
@@ -341,7 +312,7 @@ nlohmann::json inspect_state(self_ptr self) {
       {"circuit_breaker", to_string(st.live->breaker.load())},
       {"checks_passed", st.checks_passed}, // consecutive health checks
       {"checks_failed", st.checks_failed},
-      {"cb_failures", st.cb_failures}, // consecutive failed requests
+      {"cb_failures", st.channel->failure_streak()}, // consecutive failed requests
       {"in_flight", st.live->local_load()},
       {"requests_total", st.live->requests.load()},
       {"failures_total", st.live->failures.load()},
@@ -357,7 +328,7 @@ nlohmann::json inspect_state(self_ptr self) {
 /// connections and probes (it ends when unreachable).
 void after_exchange(self_ptr self) {
   auto& st = self->state;
-  if (!st.orders.empty() || !(st.draining || st.stopping)) {
+  if (st.live->local_load() != 0 || !(st.draining || st.stopping)) {
     return;
   }
   for (auto& [id, p] : st.probes) {
@@ -369,26 +340,16 @@ void after_exchange(self_ptr self) {
   }
 }
 
-worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_context* ioc,
-                                               std::string id, protocol::checked_spec spec,
+worker_proxy_actor::behavior_type worker_proxy(self_ptr self, std::string id,
+                                               protocol::checked_spec spec,
+                                               std::shared_ptr<transport::upstream_pool> pool,
+                                               std::shared_ptr<pooled_channel> channel,
                                                std::shared_ptr<worker_live> live,
                                                worker_listener listener, worker_proxy_config cfg) {
   auto& st = self->state;
   st.id = std::move(id);
-  std::shared_ptr<boost::asio::ssl::context> tls;
-  if (spec.url.scheme == "https") {
-    std::string why;
-    tls = cfg.tls ? cfg.tls : transport::make_client_tls_context({}, why);
-    if (!tls) {
-      // Never fall back to plain text: a context trusting nothing fails every handshake.
-      logs::proxy().error("worker {} ({}): {}", st.id, spec.spec.url, why);
-      tls = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
-      tls->set_verify_mode(boost::asio::ssl::verify_peer);
-    }
-  }
-  st.pool = std::make_shared<transport::upstream_pool>(*ioc, spec.url.host, spec.url.port,
-                                                       cfg.max_idle_connections, std::move(tls),
-                                                       cfg.use_strands);
+  st.pool = std::move(pool);
+  st.channel = std::move(channel);
   st.spec = std::move(spec);
   st.live = std::move(live);
   st.listener = std::move(listener);
@@ -399,36 +360,12 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
   }
   self->send(self, health_atom_v);
   return {
-      [self](dispatch_atom, dispatch_order& o) -> caf::result<exchange_result> {
-        auto& st = self->state;
-        auto rp = self->make_response_promise<exchange_result>();
-        st.live->in_flight.fetch_add(1, std::memory_order_relaxed);
-        st.live->requests.fetch_add(1, std::memory_order_relaxed);
-        if (!st.spec.url.path.empty()) {
-          o.call.target = st.spec.url.path + o.call.target;
-        }
-        auto handle = caf::actor_cast<worker_proxy_actor>(self);
-        auto ex = transport::upstream_exchange::start(
-            st.pool, std::move(o.call), std::move(o.sink), [handle, id = o.id](exchange_result r) {
-              caf::anon_send(handle, done_atom_v, id, std::move(r));
-            });
-        st.orders.emplace(o.id, worker_proxy_state::order{std::move(ex), rp});
-        return rp;
+      [self](outcome_atom, const exchange_result& r, unsigned streak) {
+        record_outcome(self, r, streak);
       },
-      [self](cancel_atom, std::uint64_t order_id) {
-        if (auto it = self->state.orders.find(order_id); it != self->state.orders.end()) {
-          it->second.exchange->cancel();
-        }
-      },
+      [self](idle_atom) { after_exchange(self); },
       [self](done_atom, std::uint64_t order_id, transport::exchange_result& r) {
         auto& st = self->state;
-        if (auto it = st.orders.find(order_id); it != st.orders.end()) {
-          st.live->in_flight.fetch_sub(1, std::memory_order_relaxed);
-          record_outcome(self, r);
-          it->second.promise.deliver(std::move(r));
-          st.orders.erase(it);
-          return after_exchange(self);
-        }
         if (auto it = st.probes.find(order_id); it != st.probes.end()) {
           auto probe = std::move(it->second);
           st.probes.erase(it);
@@ -461,15 +398,17 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, boost::asio::io_co
         auto& st = self->state;
         if (!st.draining) {
           logs::proxy().debug("worker {} ({}) removed: {} exchanges in flight finish", st.id,
-                              st.spec.spec.url, st.orders.size());
+                              st.spec.spec.url, st.live->local_load());
         }
         st.draining = true;
+        st.channel->close();
         after_exchange(self);
       },
       [self](stop_atom) {
         auto& st = self->state;
         st.stopping = true;
         ++st.cb_generation; // a half-open timer still waiting finds nothing to do
+        st.channel->close();
         after_exchange(self);
       },
       [self](inspect_atom) { return inspect_state(self).dump(); },
@@ -502,12 +441,27 @@ std::string_view to_string(breaker_state s) noexcept {
   return "closed";
 }
 
-worker_proxy_actor make_worker_proxy(caf::actor_system& sys, boost::asio::io_context& ioc,
-                                     std::string id, protocol::checked_spec spec,
-                                     std::shared_ptr<worker_live> live, worker_listener listener,
-                                     worker_proxy_config cfg) {
-  return sys.spawn(worker_proxy, &ioc, std::move(id), std::move(spec), std::move(live),
-                   std::move(listener), std::move(cfg));
+worker_link make_worker_proxy(caf::actor_system& sys, boost::asio::io_context& ioc, std::string id,
+                              protocol::checked_spec spec, std::shared_ptr<worker_live> live,
+                              worker_listener listener, worker_proxy_config cfg) {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (spec.url.scheme == "https") {
+    std::string why;
+    tls = cfg.tls ? cfg.tls : transport::make_client_tls_context({}, why);
+    if (!tls) {
+      // Never fall back to plain text: a context trusting nothing fails every handshake.
+      logs::proxy().error("worker {} ({}): {}", id, spec.spec.url, why);
+      tls = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
+      tls->set_verify_mode(boost::asio::ssl::verify_peer);
+    }
+  }
+  auto pool = std::make_shared<transport::upstream_pool>(
+      ioc, spec.url.host, spec.url.port, cfg.max_idle_connections, std::move(tls), cfg.use_strands);
+  auto channel = std::make_shared<pooled_channel>(pool, spec.url.path, live);
+  auto proxy = sys.spawn(worker_proxy, std::move(id), std::move(spec), std::move(pool), channel,
+                         std::move(live), std::move(listener), std::move(cfg));
+  channel->bind(proxy);
+  return {std::move(proxy), std::move(channel)};
 }
 
 } // namespace troupe::actors

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/messages.hpp"
+#include "actors/worker_channel.hpp"
 #include "actors/worker_live.hpp"
 #include "protocol/worker.hpp"
 #include "transport/tls.hpp"
@@ -19,14 +20,16 @@ using worker_listener = caf::typed_actor<
     /// The worker's model ids were discovered (from `/v1/models` or `/get_model_info`).
     caf::reacts_to<models_atom, std::string, std::vector<std::string>>>;
 
-/// One actor per worker: owns its upstream connection pool, in-flight count, health checks
-/// and circuit breaker.
+/// One actor per worker: owns its upstream connection pool, health checks and circuit breaker.
+/// Requests reach the worker through its channel (`worker_channel`), not through messages to
+/// the proxy; the channel tells the proxy what the breaker and a drain must know.
 using worker_proxy_actor = caf::typed_actor<
-    /// Runs one exchange with the worker; replies when the response is over, however it ended.
-    caf::replies_to<dispatch_atom, dispatch_order>::with<transport::exchange_result>,
-    /// Aborts the exchange of an order (its client left).
-    caf::reacts_to<cancel_atom, std::uint64_t>,
-    /// An exchange ended (sent by the exchange itself).
+    /// A request's exchange ended in a way the breaker must count: a failure (with the failure
+    /// streak it made), or any outcome while half-open (sent by the worker's channel).
+    caf::reacts_to<outcome_atom, transport::exchange_result, unsigned>,
+    /// The last request in flight ended while the proxy drains or stops (sent by the channel).
+    caf::reacts_to<idle_atom>,
+    /// A health check's or a discovery's exchange ended (sent by the exchange itself).
     caf::reacts_to<done_atom, std::uint64_t, transport::exchange_result>,
     /// Time for a health check (sent to itself).
     caf::reacts_to<health_atom>,
@@ -59,11 +62,16 @@ struct worker_proxy_config {
   std::shared_ptr<boost::asio::ssl::context> tls;
 };
 
+/// A worker's proxy and the channel requests reach the worker through.
+struct worker_link {
+  worker_proxy_actor proxy;
+  worker_channel_ptr channel;
+};
+
 /// Spawns the proxy of worker `id`. It discovers the worker's models (unless the spec names
 /// one), checks its health, reports to `listener`, and publishes its live state in `live`.
-worker_proxy_actor make_worker_proxy(caf::actor_system& sys, boost::asio::io_context& ioc,
-                                     std::string id, protocol::checked_spec spec,
-                                     std::shared_ptr<worker_live> live, worker_listener listener,
-                                     worker_proxy_config cfg);
+worker_link make_worker_proxy(caf::actor_system& sys, boost::asio::io_context& ioc, std::string id,
+                              protocol::checked_spec spec, std::shared_ptr<worker_live> live,
+                              worker_listener listener, worker_proxy_config cfg);
 
 } // namespace troupe::actors

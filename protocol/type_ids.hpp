@@ -54,6 +54,8 @@ CAF_ADD_TYPE_ID(troupe, (troupe::protocol::worker_spec))
 CAF_ADD_ATOM(troupe, troupe, endpoint_atom, "endpoint")
 CAF_ADD_ATOM(troupe, troupe, prefix_atom, "prefix")
 CAF_ADD_ATOM(troupe, troupe, placement_atom, "place")
+CAF_ADD_ATOM(troupe, troupe, outcome_atom, "outcome")
+CAF_ADD_ATOM(troupe, troupe, idle_atom, "idle")
 
 CAF_END_TYPE_ID_BLOCK(troupe)
 

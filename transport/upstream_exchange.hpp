@@ -73,12 +73,22 @@ std::string serialize_request_head(http::verb method, std::string_view target,
                                    std::string_view authority, const header_list& headers,
                                    std::optional<std::size_t> body_size);
 
+/// An exchange in flight as its owner holds it: it can be aborted from any thread.
+class exchange_control {
+public:
+  virtual ~exchange_control() = default;
+
+  /// Aborts the exchange; its end (`cancelled`, unless it ended first) is reported as usual.
+  virtual void cancel() = 0;
+};
+
 /// One request/response with a worker over a pooled keep-alive connection. A reused connection
 /// that turns out closed before any response byte is retried once on a fresh connection.
 /// As a `flow_source` it stops reading the body while paused (the deadline and `cancel` still
 /// end it then).
 class upstream_exchange : public std::enable_shared_from_this<upstream_exchange>,
-                          public flow_source {
+                          public flow_source,
+                          public exchange_control {
 public:
   using done_handler = std::function<void(exchange_result)>;
 
@@ -89,7 +99,7 @@ public:
                                                   done_handler done);
 
   /// Aborts the exchange: the connection is closed and `done` gets `cancelled`. Thread-safe.
-  void cancel();
+  void cancel() override;
 
   /// Stops reading the body after the piece in hand. Thread-safe.
   void pause() override;

@@ -71,6 +71,13 @@ public:
   /// Starts an attempt on `workers` (in `picks()` order). Its end comes to `attempt_done`.
   virtual void start(request_self self, std::vector<worker_entry_ptr> workers) = 0;
 
+  /// An exchange the path started on a worker's channel ended (order `order`). The default:
+  /// the path starts none of its own (its legs do).
+  virtual void on_exchange_end(request_self self, std::uint64_t order,
+                               transport::exchange_result& r) {
+    (void)self, (void)order, (void)r;
+  }
+
   /// The client left: stops the attempt in flight, whose end then comes as cancelled. False
   /// when none runs.
   virtual bool cancel(request_self self) = 0;

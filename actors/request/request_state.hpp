@@ -10,6 +10,7 @@
 
 #include <caf/typed_event_based_actor.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,6 +43,9 @@ struct request_state {
   bool located = false;    ///< The workers were asked for the Responses object the request names.
   worker_entry_ptr lookup_worker; ///< The worker asked for it now, while a lookup runs.
   std::uint64_t lookup_order = 0; ///< That exchange's order, 0 when none runs.
+  std::shared_ptr<transport::exchange_control> lookup_exchange; ///< It, to cancel it.
+  /// What follows the lookup's exchange (response_locate.cpp).
+  std::function<void(request_self, transport::exchange_result&)> lookup_then;
 
   // -- selection in progress --
   unsigned pending_picks = 0;           ///< Policy answers still awaited.
@@ -111,5 +115,9 @@ bool locate_response(request_self self, protocol::worker_type role, void (*then)
 /// The client left while a worker is asked for a Responses object: cancels that exchange,
 /// whose end finishes the request. False when no lookup runs.
 bool cancel_lookup(request_self self);
+
+/// The exchange of order `order` ended: when it is the lookup's, goes on with the search and
+/// returns true.
+bool on_lookup_end(request_self self, std::uint64_t order, transport::exchange_result& r);
 
 } // namespace troupe::actors

@@ -83,28 +83,22 @@ void probe(request_self self, lookup l, worker_entry_ptr worker) {
   st.lookup_worker = worker;
   st.lookup_order = order.id;
   note_attempt(self, std::span<const worker_entry_ptr>{&worker, 1});
-  self->request(worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
-      .then(
-          [self, l, worker, sink](transport::exchange_result& r) mutable {
-            auto& st = self->state;
-            st.lookup_order = 0;
-            if (st.cancelled || r.status == transport::exchange_status::cancelled) {
-              return finish_request(self);
-            }
-            if (sink->status() / 100 == 2) {
-              logs::request(st.in->request_id)
-                  .debug("response {} is stored by {}", l.id, worker->id);
-              st.svc->responses->remember(l.id, worker->id);
-              st.located = true;
-              return l.then(self);
-            }
-            l.probed.push_back(worker->id);
-            next_probe(self, std::move(l));
-          },
-          [self](caf::error& e) {
-            self->state.lookup_order = 0;
-            fail_request(self, to_api_error(e));
-          });
+  st.lookup_then = [l = std::move(l), worker, sink](request_self self,
+                                                    transport::exchange_result& r) mutable {
+    auto& st = self->state;
+    if (st.cancelled || r.status == transport::exchange_status::cancelled) {
+      return finish_request(self);
+    }
+    if (sink->status() / 100 == 2) {
+      logs::request(st.in->request_id).debug("response {} is stored by {}", l.id, worker->id);
+      st.svc->responses->remember(l.id, worker->id);
+      st.located = true;
+      return l.then(self);
+    }
+    l.probed.push_back(worker->id);
+    next_probe(self, std::move(l));
+  };
+  st.lookup_exchange = worker->channel->start(std::move(order), caf::actor_cast<caf::actor>(self));
 }
 
 } // namespace
@@ -136,7 +130,20 @@ bool cancel_lookup(request_self self) {
   if (st.lookup_order == 0) {
     return false;
   }
-  self->send(st.lookup_worker->proxy, cancel_atom_v, st.lookup_order);
+  st.lookup_exchange->cancel();
+  return true;
+}
+
+bool on_lookup_end(request_self self, std::uint64_t order, transport::exchange_result& r) {
+  auto& st = self->state;
+  if (order == 0 || order != st.lookup_order) {
+    return false;
+  }
+  st.lookup_order = 0;
+  st.lookup_exchange.reset();
+  auto then = std::move(st.lookup_then);
+  st.lookup_then = nullptr;
+  then(self, r);
   return true;
 }
 

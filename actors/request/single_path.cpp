@@ -47,21 +47,22 @@ public:
     dispatch_order order{next_order_id(), make_upstream_call(self, *worker_, std::move(body)),
                          sink_};
     order_id_ = order.id;
-    self->request(worker_->proxy, caf::infinite, dispatch_atom_v, std::move(order))
-        .then([this, self](exchange_result& r) { on_outcome(self, r); },
-              [this, self](caf::error& e) {
-                order_id_ = 0;
-                attempt_end end;
-                end.failure = to_api_error(e);
-                attempt_done(self, std::move(end));
-              });
+    exchange_ = worker_->channel->start(std::move(order), caf::actor_cast<caf::actor>(self));
   }
 
-  bool cancel(request_self self) override {
+  void on_exchange_end(request_self self, std::uint64_t order, exchange_result& r) override {
+    if (order == 0 || order != order_id_) {
+      return;
+    }
+    exchange_.reset();
+    on_outcome(self, r);
+  }
+
+  bool cancel(request_self) override {
     if (order_id_ == 0) {
       return false;
     }
-    self->send(worker_->proxy, cancel_atom_v, order_id_);
+    exchange_->cancel();
     return true;
   }
 
@@ -116,9 +117,10 @@ private:
   }
 
   std::array<pick_spec, 1> picks_;
-  worker_entry_ptr worker_;          ///< The current attempt's worker.
-  std::uint64_t order_id_ = 0;       ///< Its dispatch order, 0 when none is in flight.
-  std::shared_ptr<relay_sink> sink_; ///< Its response's way to the client.
+  worker_entry_ptr worker_;    ///< The current attempt's worker.
+  std::uint64_t order_id_ = 0; ///< Its dispatch order, 0 when none is in flight.
+  std::shared_ptr<transport::exchange_control> exchange_; ///< That order's exchange.
+  std::shared_ptr<relay_sink> sink_;                      ///< Its response's way to the client.
   /// An earlier attempt's retryable answer, kept from the client: its answer if no other
   /// worker can be tried.
   std::shared_ptr<relay_sink> held_;

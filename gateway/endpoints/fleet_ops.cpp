@@ -11,6 +11,7 @@
 
 #include <caf/event_based_actor.hpp>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 namespace troupe::gateway {
 
@@ -46,7 +47,7 @@ using join_fn = std::function<void(std::vector<worker_answer>&)>;
 
 /// Sends `method target` (no body) to every self-hosted worker of the fleet at once, each
 /// bounded by the health-check timeout, and calls `join` with all the answers. External
-/// providers are left out: they have no such routes. One short-lived actor asks every proxy
+/// providers are left out: they have no such routes. One short-lived actor asks every worker
 /// and collects the answers, one message at a time: no lock, one spawn per call.
 void fan_out(const http_context& ctx, verb method, std::string target, join_fn join) {
   auto fleet = ctx.svc->fleet->get();
@@ -61,14 +62,9 @@ void fan_out(const http_context& ctx, verb method, std::string target, join_fn j
   }
   auto deadline = std::chrono::steady_clock::now() + ctx.svc->cfg.worker.health_timeout;
   ctx.svc->sys.spawn([ctx, method, target = std::move(target), join = std::move(join), answers,
-                      deadline](caf::event_based_actor* self) {
-    auto pending = std::make_shared<std::size_t>(answers->size());
-    auto arrive = [join, answers, pending](std::size_t i, transport::exchange_result r) {
-      (*answers)[i].result = std::move(r);
-      if (--*pending == 0) {
-        join(*answers);
-      }
-    };
+                      deadline](caf::event_based_actor* self) -> caf::behavior {
+    // Which answer each order fills (the channel reports the order id).
+    auto slot_of = std::make_shared<std::unordered_map<std::uint64_t, std::size_t>>();
     for (std::size_t i = 0; i < answers->size(); ++i) {
       auto& a = (*answers)[i];
       transport::upstream_call call;
@@ -78,15 +74,22 @@ void fan_out(const http_context& ctx, verb method, std::string target, join_fn j
           actors::upstream_headers(ctx.req, *a.worker, ctx.request_id, ctx.svc->cfg.api_key);
       call.deadline = deadline;
       actors::dispatch_order order{actors::next_order_id(), std::move(call), a.sink};
-      self->request(a.worker->proxy, caf::infinite, dispatch_atom_v, std::move(order))
-          .then([arrive, i](transport::exchange_result& r) { arrive(i, std::move(r)); },
-                [arrive, i](caf::error& e) {
-                  transport::exchange_result r;
-                  r.status = transport::exchange_status::connect_failed;
-                  r.detail = caf::to_string(e);
-                  arrive(i, std::move(r));
-                });
+      slot_of->emplace(order.id, i);
+      a.worker->channel->start(std::move(order), caf::actor_cast<caf::actor>(self));
     }
+    return {[self, join, answers, slot_of](done_atom, std::uint64_t order,
+                                           transport::exchange_result& r) {
+      auto it = slot_of->find(order);
+      if (it == slot_of->end()) {
+        return;
+      }
+      (*answers)[it->second].result = std::move(r);
+      slot_of->erase(it);
+      if (slot_of->empty()) {
+        join(*answers);
+        self->quit();
+      }
+    }};
   });
 }
 

@@ -82,7 +82,7 @@ TEST_CASE_METHOD(fixture, "a leg cancelled before it was sent answers cancelled 
   CHECK(*leg_down);
 }
 
-TEST_CASE_METHOD(fixture, "cancelling a leg in flight cancels its order at the proxy") {
+TEST_CASE_METHOD(fixture, "cancelling a leg in flight cancels its exchange") {
   auto answer = ask_later<exchange_result>(parent, dispatch_atom_v);
   run();
   REQUIRE(worker.orders() == 1);

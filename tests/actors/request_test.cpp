@@ -295,7 +295,7 @@ TEST_CASE_METHOD(fixture, "past its deadline a request is not retried, and a tim
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a client that leaves cancels the exchange at its proxy, and the request "
+TEST_CASE_METHOD(fixture, "a client that leaves cancels the exchange, and the request "
                           "ends") {
   auto& w1 = worker("w1");
   auto c = send(operation::chat_completions, chat_body);

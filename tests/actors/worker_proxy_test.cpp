@@ -39,6 +39,10 @@ struct stub_worker {
                   std::shared_ptr<transport::reply_channel> reply) {
       auto path = std::string(req.target());
       ++served[path];
+      if (path == hold) {
+        held = std::move(reply); // answered by `release`
+        return;
+      }
       auto it = answers.find(path);
       auto [status, body] = it != answers.end() ? it->second : std::pair{404u, std::string{}};
       transport::response res{static_cast<http::status>(status), 11};
@@ -49,6 +53,18 @@ struct stub_worker {
   }
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(server.port()); }
+
+  /// Answers the request held back (its path was `hold`).
+  void release(unsigned status, std::string body) {
+    transport::response res{static_cast<http::status>(status), 11};
+    res.set(http::field::content_type, "application/json");
+    res.body() = std::move(body);
+    hold.clear();
+    std::exchange(held, nullptr)->respond(std::move(res));
+  }
+
+  std::string hold; ///< Requests for this path wait for `release`.
+  std::shared_ptr<transport::reply_channel> held;
 
   std::map<std::string, std::pair<unsigned, std::string>> answers{
       {"/v1/models", {200, R"({"object":"list","data":[{"id":"m"}]})"}},
@@ -68,6 +84,7 @@ struct fixture : test::actor_system_fixture {
   std::shared_ptr<std::vector<std::vector<std::string>>> discovered =
       std::make_shared<std::vector<std::vector<std::string>>>();
   worker_proxy_actor proxy;
+  worker_channel_ptr channel;
 
   fixture() {
     cfg.health_interval = 10s;
@@ -101,7 +118,9 @@ struct fixture : test::actor_system_fixture {
       }};
     });
     keep(listener);
-    proxy = make_worker_proxy(sys, ioc, "w-1", std::move(*checked), live, listener, cfg);
+    auto link = make_worker_proxy(sys, ioc, "w-1", std::move(*checked), live, listener, cfg);
+    proxy = link.proxy;
+    channel = link.channel;
     if (kept) {
       keep(proxy);
     }
@@ -137,8 +156,8 @@ struct fixture : test::actor_system_fixture {
     REQUIRE(settle([&] { return state()[field] == value; }));
   }
 
-  /// Sends one request through the proxy and waits for its outcome.
-  exchange_result dispatch(std::string target = "/generate") {
+  /// Sends one request through the worker's channel; the outcome arrives in the answer.
+  std::shared_ptr<std::optional<exchange_result>> dispatch_later(std::string target = "/generate") {
     dispatch_order order;
     order.id = next_order_id();
     order.call.method = http::verb::post;
@@ -146,10 +165,25 @@ struct fixture : test::actor_system_fixture {
     order.call.body = "{}";
     order.call.deadline = std::chrono::steady_clock::now() + 10s;
     order.sink = std::make_shared<transport::collect_sink>(1 << 16);
-    auto answer = ask_later<exchange_result>(proxy, dispatch_atom_v, std::move(order));
+    auto answer = std::make_shared<std::optional<exchange_result>>();
+    auto id = order.id;
+    auto receiver = sys.spawn([answer, id](caf::event_based_actor* self) -> caf::behavior {
+      return {[self, answer, id](done_atom, std::uint64_t order, exchange_result& r) {
+        if (order == id) {
+          *answer = std::move(r);
+          self->quit();
+        }
+      }};
+    });
+    channel->start(std::move(order), receiver);
+    return answer;
+  }
+
+  /// Sends one request through the worker's channel and waits for its outcome.
+  exchange_result dispatch(std::string target = "/generate") {
+    auto answer = dispatch_later(std::move(target));
     REQUIRE(settle([&] { return answer->has_value(); }));
-    REQUIRE(**answer);
-    return ***answer;
+    return **answer;
   }
 };
 
@@ -292,4 +326,41 @@ TEST_CASE_METHOD(fixture, "a drained proxy that nothing refers to ends, its time
   advance(cfg.cb_timeout); // the timers fire into nothing
   CHECK(live->breaker == breaker_state::open);
   CHECK(sys.registry().running() == before + 1); // the listener only: nothing waits any more
+}
+
+TEST_CASE_METHOD(fixture, "a drained proxy closes the connection of its last request in flight "
+                          "once that request ends") {
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  stub.hold = "/generate";
+  auto answer = dispatch_later();
+  REQUIRE(settle([&] { return stub.held != nullptr; }));
+  CHECK(live->in_flight == 1);
+  caf::anon_send(proxy, drain_atom_v);
+  run();
+  CHECK(state()["draining"] == true);
+  stub.release(200, R"({"text":"ok"})");
+  REQUIRE(settle([&] { return answer->has_value(); }));
+  CHECK((*answer)->http_status == 200); // a removed worker's request finishes
+  CHECK(live->in_flight == 0);
+  // The connection went back to the pool when the response ended; the proxy, told that the
+  // last request ended, closed it.
+  REQUIRE(settle([&] { return state()["pool_idle"] == 0; }));
+  CHECK(state()["pool_connections"] == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a success while the breaker is closed resets the failure streak") {
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  stub.answers["/generate"] = {500, "{}"};
+  dispatch();
+  CHECK(state()["cb_failures"] == 1);
+  stub.answers["/generate"] = {200, "{}"};
+  dispatch();
+  CHECK(state()["cb_failures"] == 0);
+  stub.answers["/generate"] = {500, "{}"};
+  dispatch(); // one failure after a success: below the threshold of 2
+  CHECK(live->breaker == breaker_state::closed);
+  dispatch();
+  CHECK(live->breaker == breaker_state::open);
 }

@@ -1,8 +1,8 @@
 #pragma once
 
-// Fake worker proxies and policies for actor tests on the deterministic actor system
-// (tests/fakes/actor_system.hpp). A fake proxy keeps every dispatch order until the test
-// plays the worker's answer into the order's sink and ends it; a fake policy picks from the
+// Fake workers and policies for actor tests on the deterministic actor system
+// (tests/fakes/actor_system.hpp). A fake worker's channel keeps every dispatch order until the
+// test plays the worker's answer into the order's sink and ends it; a fake policy picks from the
 // workers it is given and records what it was asked. Neither touches a socket.
 
 #include "actors/errors.hpp"
@@ -23,50 +23,67 @@
 
 namespace troupe::test {
 
-/// What a fake proxy was sent.
-struct proxy_log {
+/// What a fake worker's channel was given.
+struct channel_log {
   struct order {
     std::uint64_t id = 0;
     transport::upstream_call call;
     std::shared_ptr<transport::response_sink> sink;
-    bool ended = false; ///< Answered (`fake_worker::end`) or cancelled.
+    caf::actor reply_to; ///< Who gets the order's outcome.
+    bool ended = false;  ///< Answered (`fake_worker::end`) or cancelled.
   };
   std::vector<order> orders;
-  std::vector<std::uint64_t> cancels; ///< Orders the proxy was told to cancel.
+  std::vector<std::uint64_t> cancels; ///< Orders whose exchange was cancelled.
+
+  /// Ends order `id` with `r`, as a real exchange ends: its outcome goes to who started it,
+  /// once.
+  void end(std::uint64_t id, transport::exchange_result r) {
+    for (auto& o : orders) {
+      if (o.id == id && !o.ended) {
+        o.ended = true;
+        caf::anon_send(o.reply_to, done_atom_v, id, std::move(r));
+      }
+    }
+  }
 };
 
-/// A worker proxy that answers an order only when told (`done_atom`, as a real exchange tells
-/// its proxy), and ends a cancelled order at once as `cancelled`, as a real exchange does.
-inline actors::worker_proxy_actor spawn_fake_proxy(caf::actor_system& sys,
-                                                   std::shared_ptr<proxy_log> log) {
-  using result = transport::exchange_result;
-  using promises = std::map<std::uint64_t, caf::typed_response_promise<result>>;
+/// A worker channel that keeps every order until the test plays the worker's answer into the
+/// order's sink and ends it; a cancelled order ends at once as `cancelled`, as a real exchange
+/// does.
+class fake_channel final : public actors::worker_channel {
+public:
+  explicit fake_channel(std::shared_ptr<channel_log> log) : log_(std::move(log)) {}
+
+  std::shared_ptr<transport::exchange_control> start(actors::dispatch_order o,
+                                                     caf::actor reply_to) override {
+    log_->orders.push_back({o.id, o.call, o.sink, std::move(reply_to)});
+    return std::make_shared<control>(log_, o.id);
+  }
+
+private:
+  struct control final : transport::exchange_control {
+    control(std::shared_ptr<channel_log> log, std::uint64_t id) : log(std::move(log)), id(id) {}
+    void cancel() override {
+      log->cancels.push_back(id);
+      transport::exchange_result r;
+      r.status = transport::exchange_status::cancelled;
+      log->end(id, r);
+    }
+    std::shared_ptr<channel_log> log;
+    std::uint64_t id;
+  };
+
+  std::shared_ptr<channel_log> log_;
+};
+
+/// A worker proxy that does nothing (requests reach a fake worker through its channel).
+inline actors::worker_proxy_actor spawn_fake_proxy(caf::actor_system& sys) {
   return sys.spawn(
-      [log](actors::worker_proxy_actor::pointer self) -> actors::worker_proxy_actor::behavior_type {
-        auto pending = std::make_shared<promises>();
-        auto end = [log, pending](std::uint64_t id, result r) {
-          if (auto it = pending->find(id); it != pending->end()) {
-            it->second.deliver(std::move(r));
-            pending->erase(it);
-            for (auto& o : log->orders) {
-              o.ended = o.ended || o.id == id;
-            }
-          }
-        };
+      [](actors::worker_proxy_actor::pointer self) -> actors::worker_proxy_actor::behavior_type {
         return {
-            [self, log, pending](dispatch_atom, actors::dispatch_order& o) -> caf::result<result> {
-              log->orders.push_back({o.id, o.call, o.sink});
-              auto rp = self->make_response_promise<result>();
-              pending->emplace(o.id, rp);
-              return rp;
-            },
-            [log, end](cancel_atom, std::uint64_t id) {
-              log->cancels.push_back(id);
-              result r;
-              r.status = transport::exchange_status::cancelled;
-              end(id, r);
-            },
-            [end](done_atom, std::uint64_t id, result& r) { end(id, std::move(r)); },
+            [](outcome_atom, const transport::exchange_result&, unsigned) {},
+            [](idle_atom) {},
+            [](done_atom, std::uint64_t, transport::exchange_result&) {},
             [](health_atom) {},
             [](breaker_atom, std::uint64_t) {},
             [](drain_atom) {},
@@ -76,13 +93,13 @@ inline actors::worker_proxy_actor spawn_fake_proxy(caf::actor_system& sys,
       });
 }
 
-/// One worker of a test fleet: its entry (healthy, with a fake proxy) and what it was sent.
-/// The test answers its orders: `respond`, `stream`, `fail`.
+/// One worker of a test fleet: its entry (healthy, with a fake channel and proxy) and what it was
+/// sent. The test answers its orders: `respond`, `stream`, `fail`.
 class fake_worker {
 public:
   fake_worker(caf::actor_system& sys, std::string id, protocol::worker_type type,
               std::vector<std::string> models)
-      : log_(std::make_shared<proxy_log>()) {
+      : log_(std::make_shared<channel_log>()) {
     auto w = std::make_shared<actors::worker_entry>();
     w->id = id;
     w->spec.url = "http://" + id + ":8000";
@@ -91,19 +108,20 @@ public:
     w->models = std::move(models);
     w->live = std::make_shared<actors::worker_live>();
     w->live->health = actors::health_state::healthy;
-    w->proxy = spawn_fake_proxy(sys, log_);
+    w->proxy = spawn_fake_proxy(sys);
+    w->channel = std::make_shared<fake_channel>(log_);
     entry_ = std::move(w);
   }
 
   const actors::worker_entry_ptr& entry() const { return entry_; }
   const std::string& id() const { return entry_->id; }
-  const proxy_log& log() const { return *log_; }
+  const channel_log& log() const { return *log_; }
 
   /// Orders received so far.
   std::size_t orders() const { return log_->orders.size(); }
 
   /// Order `i` (the first is 0).
-  const proxy_log::order& order(std::size_t i = 0) const { return log_->orders.at(i); }
+  const channel_log::order& order(std::size_t i = 0) const { return log_->orders.at(i); }
 
   /// True when order `i` was cancelled.
   bool cancelled(std::size_t i = 0) const {
@@ -159,7 +177,7 @@ public:
   }
 
 private:
-  bool head(const proxy_log::order& o, unsigned status, const std::string& content_type) const {
+  bool head(const channel_log::order& o, unsigned status, const std::string& content_type) const {
     transport::http::response_header<> h;
     h.result(status);
     h.set(transport::http::field::content_type, content_type);
@@ -167,10 +185,10 @@ private:
   }
 
   void end(std::size_t i, transport::exchange_result r) const {
-    caf::anon_send(entry_->proxy, done_atom_v, order(i).id, std::move(r));
+    log_->end(order(i).id, std::move(r));
   }
 
-  std::shared_ptr<proxy_log> log_;
+  std::shared_ptr<channel_log> log_;
   actors::worker_entry_ptr entry_;
   mutable std::map<std::size_t, bool> streaming_;
 };
