@@ -265,8 +265,8 @@ request_actor::behavior_type request_behavior(request_self self, services_ptr sv
   st.in = std::move(in);
   st.op = &protocol::info(st.in->op);
   st.deadline = st.in->received + st.svc->cfg.request_timeout;
-  if (st.in->track == 0) { // else tracked since admission let it wait
-    st.in->track = st.svc->tracker->begin(st.in->request_id, std::string(st.op->name));
+  if (!st.in->track) { // else tracked since admission let it wait
+    st.in->track = st.svc->tracker->begin(st.in->request_id, st.op->name);
   }
   auto addr = caf::actor_cast<caf::actor_addr>(self);
   st.in->reply->on_disconnect([addr] {

@@ -4,6 +4,7 @@
 #include "actors/messages.hpp"
 #include "protocol/routes.hpp"
 #include "services/admission.hpp"
+#include "services/request_tracker.hpp"
 #include "transport/http_types.hpp"
 #include "transport/reply_channel.hpp"
 
@@ -33,8 +34,8 @@ struct inbound_request {
   transport::request req;
   std::shared_ptr<transport::reply_channel> reply;
   std::string request_id;
-  /// Its entry in the node's request tracker (`request_tracker::ticket`; 0 until tracked).
-  std::uint64_t track = 0;
+  /// Its entry in the node's request tracker (null until tracked).
+  services::request_tracker::ticket track;
   std::chrono::steady_clock::time_point received;
   std::vector<std::string> params; ///< Values of the route's `{...}` segments (a response id).
   /// The request's admission slot, when admission control is on: it goes back when the

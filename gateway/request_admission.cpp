@@ -108,7 +108,7 @@ void admit_request(const actors::services_ptr& svc, std::shared_ptr<actors::inbo
   }
   // The tracker entry exists before the request can be let in from the queue (on another io
   // thread, by a request that ends there), so it is never added after its actor removed it.
-  in->track = svc->tracker->begin(in->request_id, std::string(protocol::info(in->op).name));
+  in->track = svc->tracker->begin(in->request_id, protocol::info(in->op).name);
   svc->tracker->update(in->track, services::request_phase::queued);
   // The queue holds the services weakly: a request still waiting at shutdown is dropped with
   // the services instead of keeping them alive in a cycle.

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace troupe::protocol {
 
 std::string_view describe(json_kind k) noexcept {
@@ -223,6 +227,24 @@ private:
     while (p_ != end_) {
       // Plain ASCII runs (the bulk of any prompt) need no look beyond the table.
       const char* q = p_; // a local: stores through `char*` may alias the member
+#if defined(__SSE2__)
+      // Sixteen bytes at a time up to the first quote, backslash, control or non-ASCII byte (a
+      // signed compare with 0x20 finds both of the last two).
+      const __m128i quote = _mm_set1_epi8('"');
+      const __m128i backslash = _mm_set1_epi8('\\');
+      const __m128i space = _mm_set1_epi8(0x20);
+      while (end_ - q >= 16) {
+        __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+        __m128i special =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                         _mm_cmplt_epi8(v, space));
+        if (auto mask = static_cast<unsigned>(_mm_movemask_epi8(special))) {
+          q += __builtin_ctz(mask);
+          break;
+        }
+        q += 16;
+      }
+#endif
       // Eight bytes at a time while none is a quote, a backslash, a control or non-ASCII byte.
       constexpr std::uint64_t ones = 0x0101010101010101ULL;
       constexpr std::uint64_t highs = 0x8080808080808080ULL;

@@ -1,6 +1,5 @@
 #include "services/request_tracker.hpp"
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace troupe::services {
@@ -31,66 +30,69 @@ std::string_view to_string(request_phase p) noexcept {
   return "parsing";
 }
 
-request_tracker::ticket request_tracker::begin(const std::string& id, std::string route) {
+request_tracker::ticket request_tracker::begin(std::string id, std::string_view route) {
+  auto t = std::make_shared<entry>(std::move(id), route);
   std::lock_guard guard{mx_};
-  const auto t = next_++;
-  auto& e = entries_[t];
-  e.id = id;
-  e.route = std::move(route);
-  e.started = std::chrono::steady_clock::now();
+  t->pos_ = entries_.insert(entries_.end(), t);
+  t->tracked_ = true;
+  ++size_;
   return t;
 }
 
-void request_tracker::update(ticket t, request_phase phase) {
-  std::lock_guard guard{mx_};
-  if (auto it = entries_.find(t); it != entries_.end()) {
-    it->second.phase = phase;
+void request_tracker::update(const ticket& t, request_phase phase) {
+  if (t) {
+    t->phase_.store(phase, std::memory_order_relaxed);
   }
 }
 
-void request_tracker::set_model(ticket t, const std::string& model) {
-  std::lock_guard guard{mx_};
-  if (auto it = entries_.find(t); it != entries_.end()) {
-    it->second.model = model;
+void request_tracker::set_model(const ticket& t, const std::string& model) {
+  if (t) {
+    std::lock_guard guard{t->mx_};
+    t->model_ = model;
   }
 }
 
-void request_tracker::add_worker(ticket t, const std::string& worker) {
-  std::lock_guard guard{mx_};
-  if (auto it = entries_.find(t); it != entries_.end()) {
-    it->second.workers.push_back(worker);
+void request_tracker::add_worker(const ticket& t, const std::string& worker) {
+  if (t) {
+    std::lock_guard guard{t->mx_};
+    t->workers_.push_back(worker);
   }
 }
 
-void request_tracker::end(ticket t) {
+void request_tracker::end(const ticket& t) {
+  if (!t) {
+    return;
+  }
   std::lock_guard guard{mx_};
-  entries_.erase(t);
+  if (t->tracked_) {
+    t->tracked_ = false;
+    entries_.erase(t->pos_);
+    --size_;
+  }
 }
 
 std::size_t request_tracker::size() const {
   std::lock_guard guard{mx_};
-  return entries_.size();
+  return size_;
 }
 
 nlohmann::json request_tracker::list(std::chrono::milliseconds min_age) const {
   auto now = std::chrono::steady_clock::now();
   auto out = nlohmann::json::array();
   std::lock_guard guard{mx_};
-  for (auto& [t, e] : entries_) {
-    auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - e.started);
+  for (auto& e : entries_) { // the oldest first: they are in the order they began
+    auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - e->started_);
     if (age < min_age) {
       continue;
     }
-    out.push_back({{"id", e.id},
-                   {"route", e.route},
-                   {"model", e.model},
-                   {"phase", to_string(e.phase)},
-                   {"workers", e.workers},
+    std::lock_guard entry_guard{e->mx_};
+    out.push_back({{"id", e->id_},
+                   {"route", e->route_},
+                   {"model", e->model_},
+                   {"phase", to_string(e->phase_.load(std::memory_order_relaxed))},
+                   {"workers", e->workers_},
                    {"age_ms", age.count()}});
   }
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
-    return a["age_ms"].template get<long long>() > b["age_ms"].template get<long long>();
-  });
   return out;
 }
 

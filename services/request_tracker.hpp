@@ -1,11 +1,14 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <list>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 namespace troupe::services {
@@ -26,35 +29,48 @@ enum class request_phase {
 
 std::string_view to_string(request_phase p) noexcept;
 
-/// The requests in flight on this node, for the admin endpoint and graceful shutdown. Request
-/// actors write their own entry at each phase change (a short lock; no message on the hot path).
-/// An entry is named by the ticket `begin` gave, not by the request id: a client may send two
-/// requests with the same `x-request-id`, and each is tracked until it ends.
+/// The requests in flight on this node, for the admin endpoint and graceful shutdown. A request
+/// holds its own entry (its ticket) and writes it at each phase change without a lookup: the
+/// phase is an atomic, the model and workers sit under the entry's own lock. The tracker's lock
+/// is taken only where a request begins and ends, and by readers. Each request has its own
+/// entry: a client may send two requests with the same `x-request-id`, and each is tracked
+/// until it ends.
 class request_tracker {
 public:
-  /// Names one tracked request; 0 names none.
-  using ticket = std::uint64_t;
+  /// One tracked request.
+  class entry {
+  public:
+    entry(std::string id, std::string_view route)
+        : id_(std::move(id)), route_(route), started_(std::chrono::steady_clock::now()) {}
 
-  struct entry {
-    std::string id; ///< The request id (the client's `x-request-id`, or one made here).
-    std::string route;
-    std::string model;
-    request_phase phase = request_phase::parsing;
-    std::vector<std::string> workers;
-    std::chrono::steady_clock::time_point started;
+  private:
+    friend class request_tracker;
+    const std::string id_;         ///< The request id (the client's, or one made here).
+    const std::string_view route_; ///< The operation's name (static).
+    const std::chrono::steady_clock::time_point started_;
+    std::atomic<request_phase> phase_{request_phase::parsing};
+    mutable std::mutex mx_; ///< Guards the model and the workers.
+    std::string model_;
+    std::vector<std::string> workers_;
+    std::list<std::shared_ptr<entry>>::iterator pos_; ///< In the tracker's list, while in it.
+    bool tracked_ = false;                            ///< In it (under the tracker's lock).
   };
 
-  /// Adds a request with id `id`; its ticket (never 0) names it in the calls below.
-  ticket begin(const std::string& id, std::string route);
+  /// Names one tracked request; null names none.
+  using ticket = std::shared_ptr<entry>;
+
+  /// Adds a request with id `id` of the operation named `route` (a static name); its ticket
+  /// names it in the calls below.
+  ticket begin(std::string id, std::string_view route);
 
   /// Updates the phase (and, when given, the model and workers) of `t`; a ticket that ended
-  /// (or 0) is ignored.
-  void update(ticket t, request_phase phase);
-  void set_model(ticket t, const std::string& model);
-  void add_worker(ticket t, const std::string& worker);
+  /// (or null) is ignored.
+  void update(const ticket& t, request_phase phase);
+  void set_model(const ticket& t, const std::string& model);
+  void add_worker(const ticket& t, const std::string& worker);
 
-  /// Removes `t`.
-  void end(ticket t);
+  /// Removes `t` (once; again, or null, is ignored).
+  void end(const ticket& t);
 
   /// Requests in flight.
   std::size_t size() const;
@@ -64,8 +80,8 @@ public:
 
 private:
   mutable std::mutex mx_;
-  ticket next_ = 1;
-  std::unordered_map<ticket, entry> entries_;
+  std::list<ticket> entries_; ///< In the order they began.
+  std::size_t size_ = 0;
 };
 
 } // namespace troupe::services

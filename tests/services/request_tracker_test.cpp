@@ -10,7 +10,7 @@ TEST_CASE("each request is tracked by its own ticket", "[request_tracker]") {
   request_tracker tracker;
   auto a = tracker.begin("req-1", "chat");
   auto b = tracker.begin("req-2", "messages");
-  CHECK(a != 0);
+  CHECK(a);
   CHECK(b != a);
   tracker.update(a, request_phase::dispatched);
   tracker.set_model(a, "m");
@@ -55,7 +55,7 @@ TEST_CASE("an ended or unknown ticket changes nothing", "[request_tracker]") {
   tracker.set_model(t, "m");
   tracker.add_worker(t, "w");
   tracker.end(t);
-  tracker.update(0, request_phase::streaming);
+  tracker.update(nullptr, request_phase::streaming);
   CHECK(tracker.size() == 0);
   CHECK(tracker.list(0ms).empty());
 }
