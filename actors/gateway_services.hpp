@@ -31,6 +31,10 @@ struct gateway_services {
   policy_actor decode_policy;
   std::shared_ptr<services::request_tracker> tracker;
   std::shared_ptr<services::response_affinity> responses; ///< Which worker stores which response.
+  /// Selection without a message to the policy, where its strategy allows it (else null).
+  std::shared_ptr<const direct_picker> regular_picker{};
+  std::shared_ptr<const direct_picker> prefill_picker{};
+  std::shared_ptr<const direct_picker> decode_picker{};
   /// Bootstrap rooms of prefill/decode requests.
   std::shared_ptr<protocol::room_source> rooms = std::make_shared<protocol::room_source>();
   /// Admission control of the data plane (null: no limit, and no cost per request).

@@ -18,12 +18,10 @@ struct policy_state {
   static inline const char* name = "policy";
 
   protocol::worker_type role = protocol::worker_type::regular;
-  std::unique_ptr<strategy> strat;
+  std::shared_ptr<strategy> strat; ///< Shared with the direct picker, when there is one.
   fleet_ptr fleet = std::make_shared<const fleet_snapshot>();
-  std::uint64_t picks = 0;
-  std::uint64_t targeted = 0; ///< Picks an X-SMG-Target-Worker header made.
-  std::uint64_t refused = 0;  ///< Selections that found no worker they may use.
-  bool fleet_seen = true;     ///< The strategy has seen `fleet` (on_fleet runs before a pick).
+  std::shared_ptr<pick_counts> counts; ///< Shared with the direct picker, when there is one.
+  bool fleet_seen = true; ///< The strategy has seen `fleet` (on_fleet runs before a pick).
   /// While it has not: the changes from the snapshot it saw to `fleet`, composed, when every
   /// snapshot since came with a change that follows the one before (`pending_known`).
   fleet_change_log pending;
@@ -124,6 +122,30 @@ caf::error none_eligible(const pick_list& l, const selection& sel) {
                             " worker is available for " + what);
 }
 
+/// The error of a selection whose role and model have no workers at all.
+caf::error no_group(const selection& sel) {
+  if (!sel.model.empty()) {
+    return make_caf_error(protocol::error_code::model_not_found,
+                          "the model '" + sel.model + "' does not exist");
+  }
+  return make_caf_error(protocol::error_code::no_worker_available,
+                        "no healthy " + std::string(protocol::to_string(sel.role)) +
+                            " worker is available for any model");
+}
+
+/// The candidate `sel` prefers (a stored response's worker) when it may take the request.
+std::size_t preferred(const std::vector<const worker_entry*>& cands, const selection& sel) {
+  if (!sel.prefer.empty()) {
+    // Rare: a look through the candidates' ids.
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i]->id == sel.prefer && eligible(*cands[i], sel)) {
+        return i;
+      }
+    }
+  }
+  return strategy::npos;
+}
+
 caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel,
                                             const pick_list& l);
 
@@ -200,29 +222,14 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel, pick_h
   // The candidates come from the index: no look at workers of other models or roles.
   auto l = candidates_of(*st.fleet, sel);
   if (!l.group) {
-    ++st.refused;
-    if (!sel.model.empty()) {
-      return make_caf_error(protocol::error_code::model_not_found,
-                            "the model '" + sel.model + "' does not exist");
-    }
-    return make_caf_error(protocol::error_code::no_worker_available,
-                          "no healthy " + std::string(protocol::to_string(sel.role)) +
-                              " worker is available for any model");
+    ++st.counts->refused;
+    return no_group(sel);
   }
   if (!sel.target.empty()) {
     return select_target(self, sel, l);
   }
   auto& cands = *l.cands;
-  std::size_t k = strategy::npos;
-  if (!sel.prefer.empty()) {
-    // Rare (a stored response's worker): a look through the candidates' ids.
-    for (std::size_t i = 0; i < cands.size(); ++i) {
-      if (cands[i]->id == sel.prefer && eligible(*cands[i], sel)) {
-        k = i;
-        break;
-      }
-    }
-  }
+  std::size_t k = preferred(cands, sel);
   if (k == strategy::npos && !cands.empty()) {
     if (how == pick_how::placed) {
       k = st.strat->place(cands, sel, placed);
@@ -245,17 +252,17 @@ caf::result<worker_entry_ptr> select(self_ptr self, const selection& sel, pick_h
     }
     if (k == strategy::npos) {
       if (auto why = st.strat->refusal(); !why.empty()) {
-        ++st.refused;
+        ++st.counts->refused;
         return make_caf_error(protocol::error_code::no_worker_available, std::move(why));
       }
     }
     tell_fresh(self);
   }
   if (k == strategy::npos) {
-    ++st.refused;
+    ++st.counts->refused;
     return none_eligible(l, sel);
   }
-  ++st.picks;
+  ++st.counts->picks;
   return worker_entry_ptr{cands[k]->shared_from_this()};
 }
 
@@ -321,13 +328,13 @@ caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel,
   }
   auto model = sel.model.empty() ? std::string{} : " serving model '" + sel.model + "'";
   if (!w || !w->serves(sel.model) || w->spec.type != sel.role) {
-    ++st.refused;
+    ++st.counts->refused;
     return make_caf_error(protocol::error_code::bad_request,
                           "X-SMG-Target-Worker '" + t + "' names no " +
                               std::string(protocol::to_string(sel.role)) + " worker" + model);
   }
   if (!eligible(*w, sel) || w->spec.provider != l.only) {
-    ++st.refused;
+    ++st.counts->refused;
     return make_caf_error(protocol::error_code::no_worker_available,
                           "the target worker " + w->id + " (X-SMG-Target-Worker '" + t +
                               "') cannot take the request now (" +
@@ -337,16 +344,20 @@ caf::result<worker_entry_ptr> select_target(self_ptr self, const selection& sel,
                                                      : "unhealthy or its circuit open") +
                               ")");
   }
-  ++st.picks;
-  ++st.targeted;
+  ++st.counts->picks;
+  ++st.counts->targeted;
   return worker_entry_ptr{w->shared_from_this()};
 }
 
 policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
-                                   protocol::worker_type role, policy_config cfg) {
+                                   protocol::worker_type role, policy_config cfg,
+                                   std::shared_ptr<strategy> strat,
+                                   std::shared_ptr<pick_counts> counts) {
   auto& st = self->state;
   st.role = role;
-  st.strat = make_strategy(strategy_name, cfg, [self] { return self->clock().now(); });
+  st.strat = strat ? std::move(strat)
+                   : make_strategy(strategy_name, cfg, [self] { return self->clock().now(); });
+  st.counts = std::move(counts);
   st.placement_on = cfg.cluster_placement == "first" || cfg.cluster_placement == "all";
   st.placement_all = cfg.cluster_placement == "all";
   st.placement_timeout = cfg.placement_timeout;
@@ -383,9 +394,9 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
                          {"id", self->id()},
                          {"strategy", st.strat->name()},
                          {"role", protocol::to_string(st.role)},
-                         {"picks", st.picks},
-                         {"targeted", st.targeted},
-                         {"refused", st.refused},
+                         {"picks", st.counts->picks.load()},
+                         {"targeted", st.counts->targeted.load()},
+                         {"refused", st.counts->refused.load()},
                          {"fleet_version", st.fleet->version},
                          {"mailbox_size", self->mailbox().size()}};
         if (st.placement_on || st.placement_answered > 0) {
@@ -436,12 +447,57 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
 
 } // namespace
 
-policy_actor make_policy(caf::actor_system& sys, const std::string& strategy_name,
-                         protocol::worker_type role, const policy_config& cfg) {
-  if (!make_strategy(strategy_name, cfg)) {
+direct_picker::direct_picker(std::shared_ptr<strategy> strat, std::shared_ptr<pick_counts> counts,
+                             std::shared_ptr<const fleet_view> fleet)
+    : strat_(std::move(strat)), counts_(std::move(counts)), fleet_(std::move(fleet)) {}
+
+std::optional<caf::expected<worker_entry_ptr>> direct_picker::pick(const selection& sel) const {
+  if (!sel.target.empty()) {
+    return std::nullopt;
+  }
+  // What the policy actor's `select` does for a concurrent strategy, which never refuses on
+  // its own, keeps no prefix view and places nothing: the same answers, from the view's
+  // snapshot (the one the request itself read; the actor's may lag it by a message).
+  auto fleet = fleet_->get();
+  auto l = candidates_of(*fleet, sel);
+  if (!l.group) {
+    ++counts_->refused;
+    return caf::expected<worker_entry_ptr>{no_group(sel)};
+  }
+  auto& cands = *l.cands;
+  auto k = preferred(cands, sel);
+  if (k == strategy::npos && !cands.empty()) {
+    k = strat_->pick(cands, sel);
+  }
+  if (k == strategy::npos) {
+    ++counts_->refused;
+    return caf::expected<worker_entry_ptr>{none_eligible(l, sel)};
+  }
+  ++counts_->picks;
+  return caf::expected<worker_entry_ptr>{cands[k]->shared_from_this()};
+}
+
+policy_link make_policy_link(caf::actor_system& sys, const std::string& strategy_name,
+                             protocol::worker_type role, const policy_config& cfg,
+                             std::shared_ptr<const fleet_view> fleet) {
+  std::shared_ptr<strategy> strat = make_strategy(strategy_name, cfg);
+  if (!strat) {
     throw std::invalid_argument("unknown policy '" + strategy_name + "'");
   }
-  return sys.spawn(policy, strategy_name, role, cfg);
+  auto counts = std::make_shared<pick_counts>();
+  policy_link out;
+  if (!fleet || !strat->concurrent()) {
+    strat = nullptr; // the actor makes its own, on its clock
+  } else {
+    out.picker = std::make_shared<direct_picker>(strat, counts, std::move(fleet));
+  }
+  out.actor = sys.spawn(policy, strategy_name, role, cfg, std::move(strat), std::move(counts));
+  return out;
+}
+
+policy_actor make_policy(caf::actor_system& sys, const std::string& strategy_name,
+                         protocol::worker_type role, const policy_config& cfg) {
+  return make_policy_link(sys, strategy_name, role, cfg, nullptr).actor;
 }
 
 std::vector<std::string> strategy_names() {

@@ -7,9 +7,12 @@
 #include "actors/policies/shared_prefix_view.hpp"
 #include "actors/registry.hpp"
 
+#include <atomic>
 #include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
 #include <caf/typed_actor.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,8 +58,49 @@ using policy_actor = caf::typed_actor<
     /// Who owns prefix groups now (from the cluster node, as members come and go).
     caf::reacts_to<placement_atom, placement_setup>>;
 
+class strategy;
+
+/// A policy's picks so far (its actor's and its direct picker's).
+struct pick_counts {
+  std::atomic<std::uint64_t> picks{0};
+  std::atomic<std::uint64_t> targeted{0}; ///< Picks an X-SMG-Target-Worker header made.
+  std::atomic<std::uint64_t> refused{0};  ///< Selections that found no worker they may use.
+};
+
+/// Selection without a message, for a policy whose strategy may pick on any thread
+/// (`strategy::concurrent`: round_robin, random, power_of_two): a request picks at once from
+/// the fleet view's snapshot, with the policy actor's own strategy (one round-robin cursor for
+/// both), and its answers and errors are the actor's. A selection naming a target worker
+/// (X-SMG-Target-Worker) still goes to the actor.
+class direct_picker {
+public:
+  direct_picker(std::shared_ptr<strategy> strat, std::shared_ptr<pick_counts> counts,
+                std::shared_ptr<const fleet_view> fleet);
+
+  /// The pick for `sel` (a worker, or `model_not_found` / `no_worker_available`), or nothing
+  /// when `sel` needs the policy actor.
+  std::optional<caf::expected<worker_entry_ptr>> pick(const selection& sel) const;
+
+private:
+  std::shared_ptr<strategy> strat_;
+  std::shared_ptr<pick_counts> counts_;
+  std::shared_ptr<const fleet_view> fleet_;
+};
+
+/// A policy actor and, when its strategy allows one, its direct picker (else null).
+struct policy_link {
+  policy_actor actor;
+  std::shared_ptr<const direct_picker> picker;
+};
+
 /// Spawns a policy using strategy `strategy_name` (see `strategy_names()`) for workers of
-/// `role`, tuned by `cfg`. Fails at start-up on an unknown name.
+/// `role`, tuned by `cfg`. Fails at start-up on an unknown name. With `fleet` (the view
+/// requests read) and a concurrent strategy, it comes with a direct picker.
+policy_link make_policy_link(caf::actor_system& sys, const std::string& strategy_name,
+                             protocol::worker_type role, const policy_config& cfg,
+                             std::shared_ptr<const fleet_view> fleet);
+
+/// The same without a direct picker.
 policy_actor make_policy(caf::actor_system& sys, const std::string& strategy_name,
                          protocol::worker_type role, const policy_config& cfg = {});
 

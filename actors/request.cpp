@@ -141,7 +141,8 @@ void on_picked(request_self self) {
   st.path->start(self, std::move(st.picked));
 }
 
-/// Asks the path's policies for the workers of the next attempt, all at once.
+/// Asks the path's policies for the workers of the next attempt, all at once (a policy with a
+/// direct picker answers at once, without a message).
 void select_workers(request_self self) {
   auto& st = self->state;
   if (st.cancelled) {
@@ -158,8 +159,19 @@ void select_workers(request_self self) {
   st.picked.assign(picks.size(), nullptr);
   st.pick_errors.assign(picks.size(), std::nullopt);
   for (std::size_t i = 0; i < picks.size(); ++i) {
-    self->request(picks[i].policy, caf::infinite, select_atom_v,
-                  selection_for(st, picks[i].role, prefer))
+    auto sel = selection_for(st, picks[i].role, prefer);
+    if (picks[i].picker) {
+      if (auto r = picks[i].picker->pick(sel)) {
+        if (*r) {
+          st.picked[i] = std::move(**r);
+        } else {
+          st.pick_errors[i] = to_api_error(r->error());
+        }
+        on_picked(self); // the last one starts the attempt
+        continue;
+      }
+    }
+    self->request(picks[i].policy, caf::infinite, select_atom_v, std::move(sel))
         .then(
             [self, i](worker_entry_ptr& w) {
               self->state.picked[i] = std::move(w);

@@ -112,12 +112,17 @@ void gateway::start() {
     // An owner counts a worker it chose for another node until that node's next load report.
     tuning.placement_reserve = cfg.cluster_gossip;
   }
-  auto regular = actors::make_policy(d.sys, cfg.policy, protocol::worker_type::regular, tuning);
-  auto prefill = actors::make_policy(d.sys, policy_or(cfg.prefill_policy),
-                                     protocol::worker_type::prefill, tuning);
-  auto decode = actors::make_policy(d.sys, policy_or(cfg.decode_policy),
-                                    protocol::worker_type::decode, tuning);
   auto view = std::make_shared<actors::fleet_view>();
+  // Round robin, random and power of two pick in the request actor itself (direct pickers).
+  auto regular_link =
+      actors::make_policy_link(d.sys, cfg.policy, protocol::worker_type::regular, tuning, view);
+  auto prefill_link = actors::make_policy_link(d.sys, policy_or(cfg.prefill_policy),
+                                               protocol::worker_type::prefill, tuning, view);
+  auto decode_link = actors::make_policy_link(d.sys, policy_or(cfg.decode_policy),
+                                              protocol::worker_type::decode, tuning, view);
+  auto& regular = regular_link.actor;
+  auto& prefill = prefill_link.actor;
+  auto& decode = decode_link.actor;
   auto stats = std::make_shared<services::metrics>();
   actors::watch_fleet(*stats, view);
   stats->set_cluster_members(1, 0, 0); // this node, until the cluster lands
@@ -143,6 +148,9 @@ void gateway::start() {
                                std::make_shared<services::request_tracker>(),
                                std::make_shared<services::response_affinity>(
                                    cfg.response_affinity_capacity, cfg.response_affinity_ttl)};
+  svc.regular_picker = regular_link.picker;
+  svc.prefill_picker = prefill_link.picker;
+  svc.decode_picker = decode_link.picker;
   svc.metrics = stats;
   svc.inspector = inspector;
   svc.admission = make_admission(d.ioc, cfg);

@@ -11,14 +11,17 @@ class power_of_two final : public strategy {
 public:
   std::string_view name() const noexcept override { return "power_of_two"; }
 
+  bool concurrent() const noexcept override { return true; }
+
   std::size_t pick(const std::vector<const worker_entry*>& candidates,
                    const selection& sel) override {
     // Two eligible candidates drawn at random (never a scan of the list): the less loaded wins.
-    auto a = random_eligible(candidates, sel, rng_);
+    auto& rng = thread_rng();
+    auto a = random_eligible(candidates, sel, rng);
     if (a == npos) {
       return npos;
     }
-    auto b = random_eligible(candidates, sel, rng_, a);
+    auto b = random_eligible(candidates, sel, rng, a);
     if (b == npos) {
       return a;
     }
@@ -26,9 +29,6 @@ public:
   }
 
   nlohmann::json describe() const override { return nlohmann::json::object(); }
-
-private:
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 } // namespace

@@ -10,15 +10,14 @@ class random_pick final : public strategy {
 public:
   std::string_view name() const noexcept override { return "random"; }
 
+  bool concurrent() const noexcept override { return true; }
+
   std::size_t pick(const std::vector<const worker_entry*>& candidates,
                    const selection& sel) override {
-    return random_eligible(candidates, sel, rng_);
+    return random_eligible(candidates, sel, thread_rng());
   }
 
   nlohmann::json describe() const override { return nlohmann::json::object(); }
-
-private:
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 } // namespace

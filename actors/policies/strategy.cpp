@@ -6,6 +6,11 @@
 
 namespace troupe::actors {
 
+std::mt19937_64& thread_rng() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+
 bool eligible(const worker_entry& w, const selection& sel) {
   return w.live->routable() &&
          (sel.exclude.empty() ||

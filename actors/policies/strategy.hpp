@@ -39,6 +39,11 @@ public:
   virtual std::size_t pick(const std::vector<const worker_entry*>& candidates,
                            const selection& sel) = 0;
 
+  /// True when `pick` may run on any thread at once and the strategy follows no fleet state
+  /// (`on_fleet` does nothing, no prefix view, no placement, no refusal of its own): requests
+  /// then pick without a message to the policy actor (`direct_picker`, docs/architecture.md).
+  virtual bool concurrent() const noexcept { return false; }
+
   /// Why the last pick that returned npos refused candidates that were eligible (the client's
   /// 503 message: a cap of the strategy's own), or empty when none was eligible (the policy
   /// says which workers are missing).
@@ -93,6 +98,9 @@ public:
   /// The strategy's own state for the admin endpoint (cursor, ...).
   virtual nlohmann::json describe() const = 0;
 };
+
+/// A random engine of the calling thread's own (for strategies that pick on any thread).
+std::mt19937_64& thread_rng();
 
 /// True when `w` may take the request `sel` now: routable, and not tried by it already.
 bool eligible(const worker_entry& w, const selection& sel);

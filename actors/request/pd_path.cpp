@@ -49,8 +49,8 @@ std::optional<protocol::engine_runtime> prefill_runtime(const fleet_snapshot& fl
 
 pd_path::pd_path(const gateway_services& svc, std::unique_ptr<pd_strategy> dual,
                  std::unique_ptr<pd_strategy> sequential)
-    : picks_{{{worker_type::decode, svc.decode_policy},
-              {worker_type::prefill, svc.prefill_policy}}},
+    : picks_{{{worker_type::decode, svc.decode_policy, svc.decode_picker.get()},
+              {worker_type::prefill, svc.prefill_policy, svc.prefill_picker.get()}}},
       strategies_{{{std::move(dual)}, {std::move(sequential)}}} {}
 
 std::optional<protocol::api_error> pd_path::prepare(request_self self) {

@@ -28,6 +28,7 @@ using request_self = request_actor::stateful_pointer<request_state>;
 struct pick_spec {
   protocol::worker_type role;
   policy_actor policy;
+  const direct_picker* picker = nullptr; ///< The policy's, when it has one.
 };
 
 /// When a failed attempt may be tried again on other workers.

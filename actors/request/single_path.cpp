@@ -20,7 +20,7 @@ using transport::exchange_status;
 class single_path final : public request_path {
 public:
   single_path(const gateway_services& svc, protocol::worker_type role)
-      : picks_{{{role, svc.regular_policy}}} {}
+      : picks_{{{role, svc.regular_policy, svc.regular_picker.get()}}} {}
 
   std::optional<protocol::api_error> prepare(request_self self) override {
     auto& st = self->state;
