@@ -48,8 +48,7 @@ struct fixture : test::actor_system_fixture {
   }
 
   static std::string id_or_error(const caf::expected<worker_entry_ptr>& w) {
-    return w ? (*w)->id
-             : "error:" + std::string(protocol::to_string(to_api_error(w.error()).code));
+    return w ? (*w)->id : "error:" + std::string(protocol::to_string(to_api_error(w.error()).code));
   }
 
   /// The direct picker's answer to `sel` (it must answer).
@@ -81,8 +80,8 @@ TEST_CASE("round robin, random and power of two come with a direct picker; the o
     CHECK((f.link.picker != nullptr) == (concurrent.count(name) == 1));
   }
   test::actor_system_fixture plain;
-  auto without_view = make_policy_link(plain.sys, "round_robin", protocol::worker_type::regular,
-                                       {}, nullptr);
+  auto without_view =
+      make_policy_link(plain.sys, "round_robin", protocol::worker_type::regular, {}, nullptr);
   plain.keep(without_view.actor);
   CHECK_FALSE(without_view.picker);
 }
