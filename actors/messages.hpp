@@ -9,10 +9,10 @@
 
 namespace troupe::actors {
 
-/// Work for a worker proxy: one upstream exchange whose response goes to `sink`.
+/// Work for a worker's channel: one upstream exchange whose response goes to `sink`.
 struct dispatch_order {
-  std::uint64_t id = 0;                           ///< Unique per node; `cancel_atom` names it.
-  transport::upstream_call call;                  ///< What to send.
+  std::uint64_t id = 0;          ///< Unique per node; the `done_atom` of its end names it.
+  transport::upstream_call call; ///< What to send.
   std::shared_ptr<transport::response_sink> sink; ///< Where the response goes, as it arrives.
 };
 

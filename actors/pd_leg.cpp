@@ -15,9 +15,8 @@ struct pd_leg_state {
   static inline const char* name = "pd_leg";
 
   pd_leg_spec spec;
-  std::uint64_t order_id = 0; ///< The order in flight, 0 before dispatch and after its end.
-  std::shared_ptr<transport::exchange_control> exchange; ///< Its exchange, to cancel it.
-  caf::typed_response_promise<exchange_result> promise;  ///< The parent's dispatch.
+  awaited_exchange exchange;                            ///< The leg's exchange with its worker.
+  caf::typed_response_promise<exchange_result> promise; ///< The parent's dispatch.
   bool cancelled = false;
 };
 
@@ -26,9 +25,7 @@ using self_ptr = pd_leg_actor::stateful_pointer<pd_leg_state>;
 void cancel_order(self_ptr self) {
   auto& st = self->state;
   st.cancelled = true;
-  if (st.order_id != 0) {
-    st.exchange->cancel();
-  }
+  st.exchange.cancel();
 }
 
 pd_leg_actor::behavior_type pd_leg(self_ptr self, caf::actor_addr parent, pd_leg_spec spec) {
@@ -53,18 +50,15 @@ pd_leg_actor::behavior_type pd_leg(self_ptr self, caf::actor_addr parent, pd_leg
         }
         st.promise = self->make_response_promise<exchange_result>();
         dispatch_order order{next_order_id(), std::move(st.spec.call), std::move(st.spec.sink)};
-        st.order_id = order.id;
-        st.exchange =
-            st.spec.worker->channel->start(std::move(order), caf::actor_cast<caf::actor>(self));
+        st.exchange.start(*st.spec.worker->channel, std::move(order),
+                          caf::actor_cast<caf::actor>(self));
         return st.promise;
       },
       [self](done_atom, std::uint64_t order, exchange_result& r) {
         auto& st = self->state;
-        if (order == 0 || order != st.order_id) {
+        if (!st.exchange.ends(order)) {
           return;
         }
-        st.order_id = 0;
-        st.exchange.reset();
         st.promise.deliver(std::move(r));
         self->quit();
       },

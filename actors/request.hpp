@@ -17,9 +17,9 @@
 namespace troupe::actors {
 
 /// One client request, from parse to last byte: validates it, asks a policy for a worker,
-/// hands it to that worker's proxy, retries on another worker when the first fails before any
-/// byte or answers a retryable status, and ends the response whatever happens. Dies with its
-/// response.
+/// starts the exchange on that worker's channel, retries on another worker when the first fails
+/// before any byte or answers a retryable status, and ends the response whatever happens. Dies with
+/// its response.
 using request_actor = caf::typed_actor<
     /// The client disconnected: abort the upstream exchange and stop.
     caf::reacts_to<cancel_atom>,

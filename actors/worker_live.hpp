@@ -38,8 +38,8 @@ struct worker_report {
   std::string kv_engine_id;
 };
 
-/// The live state of one worker. Its proxy writes it; policies, endpoints and the cluster
-/// read it without asking (atomics: the hot path takes no message and no lock for it).
+/// The live state of one worker. Its proxy and its channel write it; policies, endpoints and the
+/// cluster read it without asking (atomics: the hot path takes no message and no lock for it).
 struct worker_live {
   std::atomic<int> in_flight{0}; ///< Requests this node has at the worker now.
   /// Requests the other cluster members have at the worker, as they last reported (the

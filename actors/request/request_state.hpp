@@ -41,10 +41,8 @@ struct request_state {
   bool attempting = false; ///< An attempt runs (its end has not come yet).
   bool pinned = false;     ///< Sent to the worker storing the Responses object it names.
   bool located = false;    ///< The workers were asked for the Responses object the request names.
-  worker_entry_ptr lookup_worker; ///< The worker asked for it now, while a lookup runs.
-  std::uint64_t lookup_order = 0; ///< That exchange's order, 0 when none runs.
-  std::shared_ptr<transport::exchange_control> lookup_exchange; ///< It, to cancel it.
-  /// What follows the lookup's exchange (response_locate.cpp).
+  awaited_exchange lookup; ///< The exchange asking a worker for it, while a lookup runs.
+  /// What follows that exchange (response_locate.cpp).
   std::function<void(request_self, transport::exchange_result&)> lookup_then;
 
   // -- selection in progress --

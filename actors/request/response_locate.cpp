@@ -80,8 +80,6 @@ void probe(request_self self, lookup l, worker_entry_ptr worker) {
       std::min(st.deadline, std::chrono::steady_clock::now() + st.svc->cfg.worker.health_timeout);
   auto sink = std::make_shared<transport::collect_sink>(lookup_body_limit);
   dispatch_order order{next_order_id(), std::move(call), sink};
-  st.lookup_worker = worker;
-  st.lookup_order = order.id;
   note_attempt(self, std::span<const worker_entry_ptr>{&worker, 1});
   st.lookup_then = [l = std::move(l), worker, sink](request_self self,
                                                     transport::exchange_result& r) mutable {
@@ -98,7 +96,7 @@ void probe(request_self self, lookup l, worker_entry_ptr worker) {
     l.probed.push_back(worker->id);
     next_probe(self, std::move(l));
   };
-  st.lookup_exchange = worker->channel->start(std::move(order), caf::actor_cast<caf::actor>(self));
+  st.lookup.start(*worker->channel, std::move(order), caf::actor_cast<caf::actor>(self));
 }
 
 } // namespace
@@ -126,21 +124,14 @@ bool locate_response(request_self self, protocol::worker_type role, void (*then)
 }
 
 bool cancel_lookup(request_self self) {
-  auto& st = self->state;
-  if (st.lookup_order == 0) {
-    return false;
-  }
-  st.lookup_exchange->cancel();
-  return true;
+  return self->state.lookup.cancel();
 }
 
 bool on_lookup_end(request_self self, std::uint64_t order, transport::exchange_result& r) {
   auto& st = self->state;
-  if (order == 0 || order != st.lookup_order) {
+  if (!st.lookup.ends(order)) {
     return false;
   }
-  st.lookup_order = 0;
-  st.lookup_exchange.reset();
   auto then = std::move(st.lookup_then);
   st.lookup_then = nullptr;
   then(self, r);

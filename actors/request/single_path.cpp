@@ -46,25 +46,16 @@ public:
     }
     dispatch_order order{next_order_id(), make_upstream_call(self, *worker_, std::move(body)),
                          sink_};
-    order_id_ = order.id;
-    exchange_ = worker_->channel->start(std::move(order), caf::actor_cast<caf::actor>(self));
+    exchange_.start(*worker_->channel, std::move(order), caf::actor_cast<caf::actor>(self));
   }
 
   void on_exchange_end(request_self self, std::uint64_t order, exchange_result& r) override {
-    if (order == 0 || order != order_id_) {
-      return;
+    if (exchange_.ends(order)) {
+      on_outcome(self, r);
     }
-    exchange_.reset();
-    on_outcome(self, r);
   }
 
-  bool cancel(request_self) override {
-    if (order_id_ == 0) {
-      return false;
-    }
-    exchange_->cancel();
-    return true;
-  }
+  bool cancel(request_self) override { return exchange_.cancel(); }
 
   std::optional<unsigned> fail(request_self, const protocol::api_error& err,
                                bool worker_answer) override {
@@ -93,7 +84,6 @@ public:
 private:
   void on_outcome(request_self self, const exchange_result& r) {
     auto& st = self->state;
-    order_id_ = 0;
     attempt_end end;
     end.status = r.http_status;
     end.ttft = r.first_byte;
@@ -117,10 +107,9 @@ private:
   }
 
   std::array<pick_spec, 1> picks_;
-  worker_entry_ptr worker_;    ///< The current attempt's worker.
-  std::uint64_t order_id_ = 0; ///< Its dispatch order, 0 when none is in flight.
-  std::shared_ptr<transport::exchange_control> exchange_; ///< That order's exchange.
-  std::shared_ptr<relay_sink> sink_;                      ///< Its response's way to the client.
+  worker_entry_ptr worker_;          ///< The current attempt's worker.
+  awaited_exchange exchange_;        ///< Its exchange with the worker.
+  std::shared_ptr<relay_sink> sink_; ///< Its response's way to the client.
   /// An earlier attempt's retryable answer, kept from the client: its answer if no other
   /// worker can be tried.
   std::shared_ptr<relay_sink> held_;
