@@ -134,6 +134,7 @@ def measure(target, tool, args, sim_port, script):
             dumps = sorted(glob.glob(out + "*"), key=os.path.getmtime)
             total, allocs, top = parse_callgrind(dumps[-1], args.top)
             if args.keep:
+                os.makedirs(args.keep, exist_ok=True)
                 shutil.copy(dumps[-1], os.path.join(args.keep, f"{target}.callgrind"))
             print(f"{target:<7} callgrind c={args.concurrency}: {n} requests, "
                   f"{total / n:,.0f} instructions/request, {allocs / n:.1f} allocations/request",

@@ -25,9 +25,20 @@ public:
     record(status);
   }
 
+  void respond_serialized(transport::serialized_head head, std::string body) override {
+    auto status = head.status;
+    inner_->respond_serialized(std::move(head), std::move(body));
+    record(status);
+  }
+
   void begin_stream(unsigned status, transport::header_list headers) override {
     status_.store(status, std::memory_order_relaxed);
     inner_->begin_stream(status, std::move(headers));
+  }
+
+  void begin_stream_serialized(transport::serialized_head head) override {
+    status_.store(head.status, std::memory_order_relaxed);
+    inner_->begin_stream_serialized(std::move(head));
   }
 
   void write_chunk(std::string data) override { inner_->write_chunk(std::move(data)); }

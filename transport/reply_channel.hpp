@@ -2,6 +2,7 @@
 
 #include "transport/flow_control.hpp"
 #include "transport/http_types.hpp"
+#include "transport/serialized_head.hpp"
 
 #include <functional>
 #include <memory>
@@ -21,6 +22,17 @@ public:
 
   /// Starts a chunked response with `status` and `headers`.
   virtual void begin_stream(unsigned status, header_list headers) = 0;
+
+  /// `respond` with a head already serialized: what a relay of a worker's answer sends, its
+  /// fields written once. A channel that inspects or holds responses gets them as `respond`.
+  virtual void respond_serialized(serialized_head head, std::string body) {
+    respond(to_response(head, std::move(body)));
+  }
+
+  /// `begin_stream` with a head already serialized.
+  virtual void begin_stream_serialized(serialized_head head) {
+    begin_stream(head.status, to_header_list(head.fields));
+  }
 
   /// Sends one chunk of a streamed response.
   virtual void write_chunk(std::string data) = 0;

@@ -7,8 +7,7 @@
 namespace troupe::transport {
 
 void serialize_head(std::string& out, const http::response_header<>& head) {
-  out.append("HTTP/1.1 ").append(std::to_string(head.result_int())).push_back(' ');
-  out.append(http::obsolete_reason(head.result())).append("\r\n");
+  append_status_line(out, head.result_int());
   for (auto& f : head) {
     auto name = f.name_string();
     if (f.name() == http::field::content_length || f.name() == http::field::connection ||
@@ -32,12 +31,20 @@ wire_item response_framer::frame(write_item item) {
     w.prefix.append("Content-Length: ").append(std::to_string(res.body().size()));
     w.prefix.append(connection_field()).append("\r\n\r\n");
     w.payload = std::move(res.body());
+  } else if (auto* s = std::get_if<write_item::serialized>(&item.what)) {
+    w.prefix.reserve(s->head.fields.size() + 96);
+    append_status_line(w.prefix, s->head.status);
+    w.prefix.append(s->head.fields);
+    w.prefix.append("Content-Length: ").append(std::to_string(s->body.size()));
+    w.prefix.append(connection_field()).append("\r\n\r\n");
+    w.payload = std::move(s->body);
   } else if (auto* h = std::get_if<write_item::head>(&item.what)) {
     if (version_ < 11) {
       keep_alive_ = false; // no chunked encoding in HTTP/1.0: the close ends the body
     }
-    w.prefix.reserve(256);
-    serialize_head(w.prefix, h->msg->base());
+    w.prefix.reserve(h->head.fields.size() + 96);
+    append_status_line(w.prefix, h->head.status);
+    w.prefix.append(h->head.fields);
     if (version_ >= 11) {
       w.prefix.append("Transfer-Encoding: chunked");
     } else {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "transport/http_types.hpp"
+#include "transport/serialized_head.hpp"
 
 #include <memory>
 #include <string>
@@ -9,19 +10,22 @@
 
 namespace troupe::transport {
 
-/// The head of a streamed response (its body follows as chunks).
-using stream_head = http::response<http::empty_body>;
-
 /// One piece of a response as a reply channel hands it to its connection.
 struct write_item {
+  /// A complete response with a serialized head.
+  struct serialized {
+    serialized_head head;
+    std::string body;
+  };
+  /// The head of a streamed response (its body follows as chunks).
   struct head {
-    std::shared_ptr<stream_head> msg;
+    serialized_head head;
   };
   struct chunk {
     std::string data;
   };
   struct last_chunk {};
-  std::variant<std::shared_ptr<response>, head, chunk, last_chunk> what;
+  std::variant<std::shared_ptr<response>, serialized, head, chunk, last_chunk> what;
 };
 
 /// Bytes ready for the socket: `prefix`, then `payload` (kept as given, not copied), then

@@ -20,11 +20,17 @@ void session_reply::respond(response res) {
   });
 }
 
+void session_reply::respond_serialized(serialized_head head, std::string body) {
+  on_strand([seq = seq_, head = std::move(head), body = std::move(body)](reply_target& t) mutable {
+    t.deliver(seq, write_item{write_item::serialized{std::move(head), std::move(body)}}, true);
+  });
+}
+
 void session_reply::begin_stream(unsigned status, header_list headers) {
-  auto head = std::make_shared<stream_head>(static_cast<http::status>(status), 11);
-  for (auto& [name, value] : headers) {
-    head->set(name, value);
-  }
+  begin_stream_serialized(serialize_fields(status, headers));
+}
+
+void session_reply::begin_stream_serialized(serialized_head head) {
   on_strand([seq = seq_, head = std::move(head)](reply_target& t) mutable {
     t.deliver(seq, write_item{write_item::head{std::move(head)}}, false);
   });

@@ -40,6 +40,8 @@ public:
 
   void respond(response res) override;
   void begin_stream(unsigned status, header_list headers) override;
+  void respond_serialized(serialized_head head, std::string body) override;
+  void begin_stream_serialized(serialized_head head) override;
   void write_chunk(std::string data) override;
   void end_stream() override;
   void set_flow_source(std::weak_ptr<flow_source> source) override;

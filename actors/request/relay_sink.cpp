@@ -56,17 +56,34 @@ bool named_by_connection(std::string_view connection, std::string_view name) {
 constexpr std::array read_fields{http::field::connection, http::field::content_type,
                                  http::field::content_length};
 
+/// True for a worker's field the client may see, `connection` being the value of the
+/// worker's first Connection field.
+bool relayed(std::string_view name, std::string_view connection) {
+  return std::none_of(dropped_headers.begin(), dropped_headers.end(),
+                      [&](std::string_view d) { return iequals(d, name); }) &&
+         !named_by_connection(connection, name);
+}
+
 /// `relayable_headers` with the value of `head`'s first Connection field already found.
 transport::header_list relayable_headers(const http::response_header<>& head,
                                          std::string_view connection) {
   transport::header_list out;
   for (auto& f : head) {
-    auto name = f.name_string();
-    bool drop = std::any_of(dropped_headers.begin(), dropped_headers.end(),
-                            [&](std::string_view d) { return iequals(d, name); }) ||
-                named_by_connection(connection, name);
-    if (!drop) {
+    if (auto name = f.name_string(); relayed(name, connection)) {
       out.emplace_back(std::string(name), std::string(f.value()));
+    }
+  }
+  return out;
+}
+
+/// The relayable fields of `head` written once, for the client's response as it is.
+transport::serialized_head relayed_head(const http::response_header<>& head,
+                                        std::string_view connection) {
+  transport::serialized_head out{head.result_int(), {}};
+  out.fields.reserve(256);
+  for (auto& f : head) {
+    if (auto name = f.name_string(); relayed(name, connection)) {
+      transport::append_field(out.fields, name, f.value());
     }
   }
   return out;
@@ -98,25 +115,34 @@ bool relay_sink::on_head(const http::response_header<>& head) {
   const auto [connection, type, length] = read; // read_fields' order
   const auto content_type = type.value_or(std::string_view{});
   const auto content_length = length.value_or(std::string_view{});
-  headers_ = relayable_headers(head, connection.value_or(std::string_view{}));
-  headers_.emplace_back("x-request-id", request_id_);
+  const auto connection_value = connection.value_or(std::string_view{});
   // A kept error is read like any error body, even one that says it is a stream.
   held_ = hold_ && retryable_status(status_);
   if (!held_ && protocol::is_event_stream(content_type)) {
     streaming_ = true;
-    headers_.emplace_back("cache-control", "no-cache");
+    auto relayed = relayed_head(head, connection_value);
+    transport::append_field(relayed.fields, "x-request-id", request_id_);
+    relayed.fields.append("cache-control: no-cache\r\n");
     // A stream is relayed as it is read: a client that falls behind pauses the reading. A
     // body relayed whole is bounded by its size limit instead.
     reply_->set_flow_source(std::move(source_));
-    reply_->begin_stream(status_, std::move(headers_));
+    reply_->begin_stream_serialized(std::move(relayed));
     if (on_stream_start_) {
       on_stream_start_();
     }
     return true;
   }
   // An error body is read up to its own limit and then answered, cut: no Content-Length
-  // makes it refused before it is read.
+  // makes it refused before it is read. Its head may be rewritten (`answer_error`), so it is
+  // kept as a list; a success is relayed as it came, its head written once.
   error_ = status_ >= 400;
+  if (error_) {
+    headers_ = relayable_headers(head, connection_value);
+    headers_.emplace_back("x-request-id", request_id_);
+  } else {
+    head_ = relayed_head(head, connection_value);
+    transport::append_field(head_.fields, "x-request-id", request_id_);
+  }
   auto limit = error_ ? error_body_limit_ : body_limit_;
   if (auto len = content_length; !len.empty()) {
     auto n = std::strtoull(std::string(len).c_str(), nullptr, 10);
@@ -202,13 +228,8 @@ void relay_sink::on_complete() {
   if (observer_ && status_ / 100 == 2) {
     observer_(body_);
   }
-  transport::response res{static_cast<http::status>(status_), 11};
-  for (auto& [name, value] : headers_) {
-    res.set(name, value);
-  }
-  res.body() = std::move(body_);
   responded_ = true;
-  reply_->respond(std::move(res));
+  reply_->respond_serialized(std::move(head_), std::move(body_));
 }
 
 void relay_sink::release_held() {

@@ -80,7 +80,8 @@ private:
   std::function<void()> on_stream_start_;
   std::weak_ptr<transport::flow_source> source_; ///< Handed to the client with a stream's head.
   unsigned status_ = 0;
-  transport::header_list headers_;
+  transport::header_list headers_;  ///< An error's head (it may be rewritten).
+  transport::serialized_head head_; ///< A success's head, as relayed.
   std::string body_;
   protocol::sse_framer framer_;
   bool streaming_ = false;

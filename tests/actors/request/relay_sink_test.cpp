@@ -118,3 +118,44 @@ TEST_CASE("a stream's client is given the exchange as its flow source; a whole b
   REQUIRE(whole_sink.on_head(head(200, "application/json")));
   CHECK_FALSE(whole->flow_source());
 }
+
+TEST_CASE("a worker's repeated fields reach the client each, in order, whole or streamed") {
+  auto with_cookies = [](std::string content_type) {
+    auto h = head(200, std::move(content_type));
+    h.insert(http::field::set_cookie, "a=1");
+    h.insert(http::field::set_cookie, "b=2");
+    h.set(http::field::content_length, "7");
+    h.set(http::field::transfer_encoding, "identity");
+    return h;
+  };
+  auto cookies = [](const transport::header_list& fields) {
+    std::vector<std::string> out;
+    for (auto& [name, value] : fields) {
+      if (name == "Set-Cookie") {
+        out.push_back(value);
+      }
+    }
+    return out;
+  };
+  auto whole = std::make_shared<test::recording_reply>();
+  relay_sink sink{whole, "rid", protocol::api_format::openai, 1024};
+  REQUIRE(sink.on_head(with_cookies("application/json")));
+  REQUIRE(sink.on_body("{\"a\":1}"));
+  sink.on_complete();
+  auto res = whole->full();
+  REQUIRE(res);
+  transport::header_list fields;
+  for (auto& f : *res) {
+    fields.emplace_back(std::string(f.name_string()), std::string(f.value()));
+  }
+  CHECK(cookies(fields) == std::vector<std::string>{"a=1", "b=2"});
+  // Framing is the gateway's own: the worker's Content-Length and Transfer-Encoding are not kept.
+  CHECK((*res)[http::field::content_length].empty());
+  CHECK((*res)[http::field::transfer_encoding].empty());
+  CHECK(fields.back() == std::pair<std::string, std::string>{"x-request-id", "rid"});
+
+  auto streamed = std::make_shared<test::recording_reply>();
+  relay_sink stream_sink{streamed, "rid", protocol::api_format::openai, 1024};
+  REQUIRE(stream_sink.on_head(with_cookies("text/event-stream")));
+  CHECK(cookies(streamed->stream_headers()) == std::vector<std::string>{"a=1", "b=2"});
+}
