@@ -419,7 +419,7 @@ void finish_request(request_self self) {
 }
 
 transport::upstream_call make_upstream_call(request_self self, const worker_entry& worker,
-                                            std::string body) {
+                                            transport::call_body body) {
   auto& st = self->state;
   transport::upstream_call call;
   call.method = st.in->req.method();

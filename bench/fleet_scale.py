@@ -218,11 +218,17 @@ class Churn(threading.Thread):
         c.close()
 
 
-def cpu_seconds(pid):
-    """User + system CPU time of process `pid` (all its threads), in seconds."""
+def cpu_times(pid):
+    """(user, system) CPU time of process `pid` (all its threads), in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` (all its threads), in seconds."""
+    return sum(cpu_times(pid))
 
 
 def parse_wrk(out):
@@ -245,11 +251,14 @@ def run_wrk(port, conc, duration, script, cpus, pid=None):
     threads = 1 if conc == 1 else 2
     cmd = ["taskset", "-c", cpus, "wrk", "-t", str(threads), "-c", str(conc),
            "-d", f"{duration}s", "--latency", "-s", script, f"http://127.0.0.1:{port}"]
-    cpu0 = cpu_seconds(pid) if pid else 0
+    cpu0 = cpu_times(pid) if pid else (0, 0)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     res = parse_wrk(out)
     if pid:
-        res["cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / max(res["requests"], 1)
+        user, system = (b - a for a, b in zip(cpu0, cpu_times(pid)))
+        n = max(res["requests"], 1)
+        res["cpu_us"] = (user + system) * 1e6 / n
+        res["sys_us"] = system * 1e6 / n  # of which in the kernel
     return res
 
 
@@ -339,7 +348,8 @@ def main():
                 for c in args.concurrency:
                     r = row[f"c{c}"]
                     line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
-                            f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req"
+                            f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req " \
+                            f"(sys {r.get('sys_us', 0):.1f})"
                     if r["non2xx"] or r["socket_errors"]:
                         line += f" ERR {r['non2xx']}+{r['socket_errors']}"
                     if args.churn:

@@ -255,7 +255,8 @@ void upstream_exchange::do_write() {
     }
     self->do_read_head();
   };
-  std::array<net::const_buffer, 2> bufs{net::buffer(head_), net::buffer(body_)};
+  std::array<net::const_buffer, 2> bufs{net::buffer(head_),
+                                        net::buffer(body_.view().data(), body_.size())};
   if (auto* plain = std::get_if<beast::tcp_stream>(&conn_->stream)) {
     // Plain TCP: write at once, without blocking; the request (head and body, a few KB) fits
     // the socket buffer nearly always. An asynchronous write would end in a handler of its own,

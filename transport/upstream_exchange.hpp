@@ -1,5 +1,6 @@
 #pragma once
 
+#include "transport/call_body.hpp"
 #include "transport/flow_control.hpp"
 #include "transport/http_types.hpp"
 #include "transport/upstream_pool.hpp"
@@ -18,7 +19,7 @@ namespace troupe::transport {
 struct upstream_call {
   http::verb method = http::verb::post;
   std::string target;  ///< Path and query, e.g. `/v1/chat/completions`.
-  std::string body;    ///< Sent as is (JSON for every data-plane route).
+  call_body body;      ///< Sent as is (JSON for every data-plane route).
   header_list headers; ///< Extra request headers, already filtered by the caller.
   std::chrono::steady_clock::time_point deadline; ///< The whole exchange must end by then.
 };
@@ -128,7 +129,7 @@ private:
   upstream_pool::connection_ptr conn_;
   upstream_connection::executor_type conn_executor_; ///< The strand of every connection used.
   std::string head_; ///< Request line and header fields, serialized.
-  std::string body_;
+  call_body body_;
   std::chrono::steady_clock::time_point deadline_;
   std::shared_ptr<response_sink> sink_;
   done_handler done_;

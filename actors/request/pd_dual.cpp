@@ -55,8 +55,10 @@ public:
     gate_ = std::make_shared<pd_reply_gate>(st.in->reply, st.svc->cfg.max_response_size);
     // A Responses create is stored by the worker that wrote it: the decode worker.
     auto decode_sink = make_relay_sink(self, gate_, decode->id);
-    auto prefill_call = make_upstream_call(self, *prefill, body);
-    auto decode_call = make_upstream_call(self, *decode, std::move(body));
+    // Both legs send the same bytes: one body, shared.
+    auto both = transport::call_body::shared(std::make_shared<const std::string>(std::move(body)));
+    auto prefill_call = make_upstream_call(self, *prefill, both);
+    auto decode_call = make_upstream_call(self, *decode, std::move(both));
     pair.start_leg(self, worker_type::prefill, std::move(prefill_call), pair.prefill_sink());
     pair.start_leg(self, worker_type::decode, std::move(decode_call), std::move(decode_sink));
   }

@@ -83,7 +83,7 @@ bool may_retry(const request_state& st);
 /// The upstream call for `worker`: the client's method, path and `body`, forwarded headers,
 /// the request's deadline.
 transport::upstream_call make_upstream_call(request_self self, const worker_entry& worker,
-                                            std::string body);
+                                            transport::call_body body);
 
 /// The client error for an exchange that failed with `r`.
 protocol::api_error exchange_error(const transport::exchange_result& r,

@@ -35,9 +35,10 @@ public:
   void start(request_self self, std::vector<worker_entry_ptr> workers) override {
     auto& st = self->state;
     worker_ = std::move(workers.front());
-    // Keep the body for a retry only while another attempt is possible.
+    // Every attempt sends the client's body as it is kept in the request, not a copy.
     bool again = may_retry(st);
-    auto body = again ? st.in->req.body() : std::move(st.in->req.body());
+    auto body =
+        transport::call_body::shared(std::shared_ptr<const std::string>(st.in, &st.in->req.body()));
     sink_ = make_relay_sink(self, st.in->reply, worker_->id);
     // A retryable status goes to another worker only for a request that makes model work (a
     // body), not one bound to the worker storing the Responses object it names.
