@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""What a fleet of W workers costs a proxy that does no routing work per worker: nginx (one
+worker process, round robin over an `upstream` block of W servers, keepalive connections) in
+front of the same fake workers as bench/fleet_scale.py, side by side with troupe (round_robin),
+both pinned to one core. It separates what the gateway's data structures cost at W workers from
+what W distinct upstream connections cost any proxy on this machine (the kernel's per-socket
+state is cold when each request goes to another of W sockets).
+
+For each W and round: c=64 req/s, and the proxy's CPU per request (user and system, /proc).
+Ratios are to W=4 of the same proxy and round; medians over rounds.
+
+Usage: bench/fleet_nginx.py [--workers 4 4000] [--rounds 3] [--duration 3]
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleet_scale as fs  # noqa: E402
+from fake_worker import FakeWorkers  # noqa: E402
+from loopback import free_port  # noqa: E402
+
+
+def nginx_proxy_conf(tmp, port, worker_ports):
+    servers = "\n".join(f"    server 127.0.0.1:{p};" for p in worker_ports)
+    return f"""
+worker_processes 1;
+worker_rlimit_nofile 20000;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log error;
+events {{ worker_connections 19000; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path {tmp}/body;
+  proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi;
+  uwsgi_temp_path {tmp}/uwsgi;
+  scgi_temp_path {tmp}/scgi;
+  upstream fleet {{
+{servers}
+    keepalive {max(64, 2 * len(worker_ports))};
+    keepalive_requests 1000000;
+  }}
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    location / {{
+      proxy_pass http://fleet;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }}
+  }}
+}}
+"""
+
+
+class NginxProxy:
+    def __init__(self, worker_ports, cpu):
+        self.port = free_port()
+        self.tmp = tempfile.mkdtemp(prefix="troupe-fleet-nginx-")
+        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            os.makedirs(os.path.join(self.tmp, d), exist_ok=True)
+        conf = os.path.join(self.tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(nginx_proxy_conf(self.tmp, self.port, worker_ports))
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.master = subprocess.Popen(["taskset", "-c", str(cpu), nginx, "-c", conf],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        fs.wait_until(lambda: fs.get(self.port, "/health", 1)[0] == 200, 30, "nginx proxy")
+        # The worker process does the proxying: its CPU is what counts.
+        out = subprocess.run(["pgrep", "-P", str(self.master.pid)], capture_output=True,
+                             text=True).stdout.split()
+        self.pid = int(out[0])
+
+    def stop(self):
+        self.master.terminate()
+        try:
+            self.master.wait(10)
+        except subprocess.TimeoutExpired:
+            self.master.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, nargs="+", default=[4, 4000])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=3)
+    ap.add_argument("--gateway-cpu", default="0")
+    ap.add_argument("--load-cpus", default="1")
+    ap.add_argument("--build", default=os.path.join(fs.ROOT, "build"))
+    args = ap.parse_args()
+    binary = os.path.join(args.build, "apps", "troupe", "troupe")
+    tmp = tempfile.mkdtemp(prefix="troupe-fleet-nginx-lua-")
+    script = os.path.join(tmp, "chat.lua")
+    with open(script, "w") as f:
+        f.write(fs.WRK_LUA)
+    ports = fs.worker_ports(max(args.workers))
+    workers = FakeWorkers(ports, prefix=["taskset", "-c", args.load_cpus])
+    rows = []
+    try:
+        for rnd in range(args.rounds):
+            for w in args.workers:
+                for proxy in ("nginx", "troupe"):
+                    if proxy == "nginx":
+                        p = NginxProxy(ports[:w], args.gateway_cpu)
+                        port, pid = p.port, p.pid
+                    else:
+                        p = fs.Gateway(binary, "round_robin", workers.urls[:w], "flag",
+                                       args.gateway_cpu, "warn")
+                        port, pid = p.port, p.proc.pid
+                    try:
+                        fs.run_wrk(port, 64, 1, script, args.load_cpus)  # warm-up
+                        r = fs.run_wrk(port, 64, args.duration, script, args.load_cpus, pid)
+                    finally:
+                        p.stop()
+                    r.update(round=rnd, workers=w, proxy=proxy)
+                    rows.append(r)
+                    print(f"round {rnd + 1} {proxy:<6} W={w:<5} c=64 {r['rps']:8.0f} req/s "
+                          f"p50 {r['p50_ms']:.3f} ms cpu {r['cpu_us']:.1f} us/req "
+                          f"(sys {r['sys_us']:.1f})", flush=True)
+        small = min(args.workers)
+        print("\nmedians over rounds; ratios to W=%d of the same proxy and round" % small)
+        print(f"{'proxy':<7}{'W':>6}{'req/s':>9}{'ratio':>7}{'cpu us':>8}{'user':>7}{'sys':>7}"
+              f"{'cpu x':>7}")
+        for proxy in ("nginx", "troupe"):
+            for w in args.workers:
+                mine = [r for r in rows if r["proxy"] == proxy and r["workers"] == w]
+
+                def base(r):
+                    return next(b for b in rows if b["proxy"] == proxy and
+                                b["workers"] == small and b["round"] == r["round"])
+                med = statistics.median
+                print(f"{proxy:<7}{w:>6}{med(r['rps'] for r in mine):>9.0f}"
+                      f"{med(r['rps'] / base(r)['rps'] for r in mine):>7.2f}"
+                      f"{med(r['cpu_us'] for r in mine):>8.1f}"
+                      f"{med(r['cpu_us'] - r['sys_us'] for r in mine):>7.1f}"
+                      f"{med(r['sys_us'] for r in mine):>7.1f}"
+                      f"{med(r['cpu_us'] / base(r)['cpu_us'] for r in mine):>7.2f}")
+    finally:
+        workers.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
