@@ -76,13 +76,15 @@ transport::header_list relayable_headers(const http::response_header<>& head,
   return out;
 }
 
-/// The relayable fields of `head` written once, for the client's response as it is.
+/// The relayable fields of `head` written once, for the client's response as it is; `own`,
+/// when given, names a field the gateway sets itself (the worker's is left out).
 transport::serialized_head relayed_head(const http::response_header<>& head,
-                                        std::string_view connection) {
+                                        std::string_view connection, std::string_view own = {}) {
   transport::serialized_head out{head.result_int(), {}};
   out.fields.reserve(256);
   for (auto& f : head) {
-    if (auto name = f.name_string(); relayed(name, connection)) {
+    if (auto name = f.name_string();
+        relayed(name, connection) && (own.empty() || !iequals(name, own))) {
       transport::append_field(out.fields, name, f.value());
     }
   }
@@ -120,7 +122,8 @@ bool relay_sink::on_head(const http::response_header<>& head) {
   held_ = hold_ && retryable_status(status_);
   if (!held_ && protocol::is_event_stream(content_type)) {
     streaming_ = true;
-    auto relayed = relayed_head(head, connection_value);
+    // A stream is never cached: the gateway's Cache-Control replaces the worker's.
+    auto relayed = relayed_head(head, connection_value, "cache-control");
     transport::append_field(relayed.fields, "x-request-id", request_id_);
     relayed.fields.append("cache-control: no-cache\r\n");
     // A stream is relayed as it is read: a client that falls behind pauses the reading. A

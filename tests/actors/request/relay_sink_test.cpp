@@ -159,3 +159,18 @@ TEST_CASE("a worker's repeated fields reach the client each, in order, whole or 
   REQUIRE(stream_sink.on_head(with_cookies("text/event-stream")));
   CHECK(cookies(streamed->stream_headers()) == std::vector<std::string>{"a=1", "b=2"});
 }
+
+TEST_CASE("a stream carries one Cache-Control, the gateway's, whatever the worker sent") {
+  auto reply = std::make_shared<test::recording_reply>();
+  relay_sink sink{reply, "rid", protocol::api_format::openai, 1024};
+  auto h = head(200, "text/event-stream");
+  h.set(http::field::cache_control, "max-age=60");
+  REQUIRE(sink.on_head(h));
+  std::vector<std::string> values;
+  for (auto& [name, value] : reply->stream_headers()) {
+    if (http::string_to_field(name) == http::field::cache_control) {
+      values.push_back(value);
+    }
+  }
+  CHECK(values == std::vector<std::string>{"no-cache"});
+}
