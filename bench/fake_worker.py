@@ -33,10 +33,9 @@ def _chat_location(chat_upstream):
     }}"""
 
 
-def _conf(tmp, ports, chat_upstream=None):
-    upstream = (f"upstream chat_upstream {{ server {chat_upstream}; keepalive 256; }}"
-                if chat_upstream else "")
-    listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
+def nginx_preamble(tmp):
+    """The start of an nginx.conf for a benchmark: one worker process, files under `tmp`, no
+    access log, kept-alive connections; it opens the `http` block (the caller closes it)."""
     return f"""
 worker_processes 1;
 worker_rlimit_nofile 20000;
@@ -47,13 +46,20 @@ events {{ worker_connections 19000; }}
 http {{
   access_log off;
   keepalive_requests 1000000;
-  client_max_body_size 16m;
-  client_body_buffer_size 1m;
   client_body_temp_path {tmp}/body;
   proxy_temp_path {tmp}/proxy;
   fastcgi_temp_path {tmp}/fastcgi;
   uwsgi_temp_path {tmp}/uwsgi;
-  scgi_temp_path {tmp}/scgi;
+  scgi_temp_path {tmp}/scgi;"""
+
+
+def _conf(tmp, ports, chat_upstream=None):
+    upstream = (f"upstream chat_upstream {{ server {chat_upstream}; keepalive 256; }}"
+                if chat_upstream else "")
+    listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
+    return f"""{nginx_preamble(tmp)}
+  client_max_body_size 16m;
+  client_body_buffer_size 1m;
   {upstream}
   server {{
 {listens}

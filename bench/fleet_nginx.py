@@ -23,27 +23,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet_scale as fs  # noqa: E402
-from fake_worker import FakeWorkers  # noqa: E402
+from fake_worker import FakeWorkers, nginx_preamble  # noqa: E402
 from loopback import free_port  # noqa: E402
 
 
 def nginx_proxy_conf(tmp, port, worker_ports):
     servers = "\n".join(f"    server 127.0.0.1:{p};" for p in worker_ports)
-    return f"""
-worker_processes 1;
-worker_rlimit_nofile 20000;
-daemon off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/nginx-error.log error;
-events {{ worker_connections 19000; }}
-http {{
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path {tmp}/body;
-  proxy_temp_path {tmp}/proxy;
-  fastcgi_temp_path {tmp}/fastcgi;
-  uwsgi_temp_path {tmp}/uwsgi;
-  scgi_temp_path {tmp}/scgi;
+    return f"""{nginx_preamble(tmp)}
   upstream fleet {{
 {servers}
     keepalive {max(64, 2 * len(worker_ports))};
