@@ -20,6 +20,17 @@ void serialize_head(std::string& out, const http::response_header<>& head) {
   }
 }
 
+namespace {
+
+/// The status line and fields of `head`, written to `out` (the framing fields follow).
+void start_head(std::string& out, const serialized_head& head) {
+  out.reserve(head.fields.size() + 96);
+  append_status_line(out, head.status);
+  out.append(head.fields);
+}
+
+} // namespace
+
 wire_item response_framer::frame(write_item item) {
   wire_item w;
   if (auto* full = std::get_if<std::shared_ptr<response>>(&item.what)) {
@@ -32,9 +43,7 @@ wire_item response_framer::frame(write_item item) {
     w.prefix.append(connection_field()).append("\r\n\r\n");
     w.payload = std::move(res.body());
   } else if (auto* s = std::get_if<write_item::serialized>(&item.what)) {
-    w.prefix.reserve(s->head.fields.size() + 96);
-    append_status_line(w.prefix, s->head.status);
-    w.prefix.append(s->head.fields);
+    start_head(w.prefix, s->head);
     w.prefix.append("Content-Length: ").append(std::to_string(s->body.size()));
     w.prefix.append(connection_field()).append("\r\n\r\n");
     w.payload = std::move(s->body);
@@ -42,9 +51,7 @@ wire_item response_framer::frame(write_item item) {
     if (version_ < 11) {
       keep_alive_ = false; // no chunked encoding in HTTP/1.0: the close ends the body
     }
-    w.prefix.reserve(h->head.fields.size() + 96);
-    append_status_line(w.prefix, h->head.status);
-    w.prefix.append(h->head.fields);
+    start_head(w.prefix, h->head);
     if (version_ >= 11) {
       w.prefix.append("Transfer-Encoding: chunked");
     } else {

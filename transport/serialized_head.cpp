@@ -63,7 +63,7 @@ header_list to_header_list(std::string_view fields) {
 }
 
 response to_response(const serialized_head& head, std::string body) {
-  response res{http::int_to_status(head.status), 11};
+  response res;
   res.result(head.status);
   for (auto& [name, value] : to_header_list(head.fields)) {
     res.insert(name, value);
