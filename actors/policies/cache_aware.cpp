@@ -324,6 +324,7 @@ private:
       view_->add_holders(ok, holders_, 2 * sample_size);
     }
     collect_scored(cands);
+    scored_tenants_.clear();
     for (auto i : scored_index_) {
       auto t = tenant_for(*cands[i]);
       if (scoring_.size() <= t) {
@@ -331,10 +332,12 @@ private:
         lengths_.resize(tenants_.capacity(), 0);
       }
       scoring_[t] = 1;
+      scored_tenants_.push_back(t);
     }
-    tree_.match_each(
-        text, [&](radix_tree::tenant t) { return t < scoring_.size() && scoring_[t]; },
-        [&](radix_tree::tenant t, std::size_t length) { lengths_[t] = length; });
+    // By the scored tenants, not by the marks on the path: a prefix all 4,000 workers hold
+    // carries 4,000 marks.
+    tree_.match_each(text, scored_tenants_,
+                     [&](radix_tree::tenant t, std::size_t length) { lengths_[t] = length; });
     if (view_) {
       // The cluster's picks: what other nodes sent to these workers, at block granularity.
       view_->match_each([&](radix_tree::tenant t) { return t < scoring_.size() && scoring_[t]; },
@@ -576,10 +579,11 @@ private:
   std::vector<std::size_t> holder_index_;   ///< Scratch: their candidate indices.
   std::vector<std::size_t> sample_;         ///< Scratch: the candidates looked at.
   std::mt19937_64 rng_{std::random_device{}()};
-  std::string joined_;                        ///< Scratch: a two-part prompt, joined.
-  bool scored_;                               ///< `score` mode, else smg's.
-  double mean_prompt_ = 0;                    ///< Running mean of the prompt bytes picked for.
-  std::vector<std::size_t> scored_index_;     ///< Scratch: the candidates scored.
+  std::string joined_;                             ///< Scratch: a two-part prompt, joined.
+  bool scored_;                                    ///< `score` mode, else smg's.
+  double mean_prompt_ = 0;                         ///< Running mean of the prompt bytes picked for.
+  std::vector<std::size_t> scored_index_;          ///< Scratch: the candidates scored.
+  std::vector<radix_tree::tenant> scored_tenants_; ///< Scratch: their tenants.
   std::vector<char> scoring_;                 ///< By tenant: scored in this pick; all 0 between.
   std::vector<std::size_t> lengths_;          ///< By tenant: matched bytes; all 0 between picks.
   std::vector<cache_candidate> scored_cands_; ///< Scratch: the score's view of the candidates.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
+#include <unordered_map>
 
 namespace troupe::actors {
 
@@ -12,7 +14,16 @@ struct radix_tree::node {
   std::string keys; ///< First byte of each child's edge, in the order of `children`.
   std::vector<node*> children;
   std::vector<std::uint32_t> marks; ///< Indices into `marks_`; one per tenant at most.
+  /// Tenant -> its mark here, once the node has `indexed_from` marks (a prefix thousands of
+  /// workers hold): finding a tenant's mark stays O(1) instead of a scan of all of them.
+  std::unique_ptr<std::unordered_map<tenant, std::uint32_t>> by_owner;
 };
+
+namespace {
+/// Marks on one node from which a lookup by tenant goes through an index: below it a scan of
+/// the few marks is cheaper than a hash.
+constexpr std::size_t indexed_from = 16;
+} // namespace
 
 namespace {
 
@@ -96,6 +107,47 @@ void radix_tree::match_each(std::string_view text, const std::function<bool(tena
     }
     pos += common;
     n = c;
+  }
+}
+
+void radix_tree::match_each(std::string_view text, const std::vector<tenant>& tenants,
+                            const std::function<void(tenant, std::size_t)>& held) const {
+  walk_.clear();
+  const node* n = root_;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const node* c = child(n, static_cast<unsigned char>(text[pos]));
+    if (!c) {
+      break;
+    }
+    auto common = common_prefix(c->edge, text.substr(pos));
+    walk_.emplace_back(c, pos + common);
+    if (common < c->edge.size()) {
+      break;
+    }
+    pos += common;
+    n = c;
+  }
+  if (walk_.empty()) {
+    return;
+  }
+  for (auto t : tenants) {
+    // Marks are monotone: the nodes of the path `t` marks are a prefix of it; the deepest is
+    // found by bisection.
+    if (find_mark(walk_.front().first, t) == nil) {
+      continue;
+    }
+    std::size_t lo = 0; // marked
+    std::size_t hi = walk_.size();
+    while (hi - lo > 1) {
+      auto mid = lo + (hi - lo) / 2;
+      if (find_mark(walk_[mid].first, t) != nil) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    held(t, walk_[lo].second);
   }
 }
 
@@ -248,6 +300,10 @@ radix_tree::node* radix_tree::split(node* c, std::size_t at) {
 }
 
 std::uint32_t radix_tree::find_mark(const node* n, tenant t) const noexcept {
+  if (n->by_owner) {
+    auto it = n->by_owner->find(t);
+    return it == n->by_owner->end() ? nil : it->second;
+  }
   for (auto m : n->marks) {
     if (marks_[m].owner == t) {
       return m;
@@ -265,8 +321,17 @@ std::uint32_t radix_tree::new_mark(node* n, tenant t) {
     m = static_cast<std::uint32_t>(marks_.size());
     marks_.emplace_back();
   }
-  marks_[m] = mark{n, t, nil, nil};
+  marks_[m] = mark{n, t, nil, nil, static_cast<std::uint32_t>(n->marks.size())};
   n->marks.push_back(m);
+  if (n->by_owner) {
+    n->by_owner->emplace(t, m);
+  } else if (n->marks.size() >= indexed_from) {
+    n->by_owner = std::make_unique<std::unordered_map<tenant, std::uint32_t>>();
+    n->by_owner->reserve(2 * n->marks.size());
+    for (auto x : n->marks) {
+      n->by_owner->emplace(marks_[x].owner, x);
+    }
+  }
   return m;
 }
 
@@ -319,9 +384,15 @@ void radix_tree::drop(std::uint32_t m) {
   auto* n = marks_[m].at;
   unlink(m);
   tenants_[marks_[m].owner].bytes -= n->edge.size();
-  auto it = std::find(n->marks.begin(), n->marks.end(), m);
-  *it = n->marks.back();
+  // Out of the node's marks in O(1): the last one takes its slot.
+  auto slot = marks_[m].slot;
+  auto last = n->marks.back();
+  n->marks[slot] = last;
+  marks_[last].slot = slot;
   n->marks.pop_back();
+  if (n->by_owner) {
+    n->by_owner->erase(marks_[m].owner);
+  }
   free_marks_.push_back(m);
   if (n->marks.empty()) {
     erase_leaf(n);

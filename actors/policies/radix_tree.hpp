@@ -53,6 +53,13 @@ public:
   void match_each(std::string_view text, const std::function<bool(tenant)>& eligible,
                   const std::function<void(tenant, std::size_t)>& held) const;
 
+  /// For each of `tenants` (a pick's few candidates, each once) holding some of `text`, the
+  /// length of the longest prefix of it that tenant holds, told once to `held(tenant, length)`.
+  /// O(path + tenants x log path): a prefix every one of 4,000 workers holds costs no more
+  /// than one only a few hold, where the form above meets every mark on the path.
+  void match_each(std::string_view text, const std::vector<tenant>& tenants,
+                  const std::function<void(tenant, std::size_t)>& held) const;
+
   /// Records that `t` holds `text` now (its most recently used text), then evicts `t`'s least
   /// recently used text until it holds at most `max_bytes`.
   void insert(std::string_view text, tenant t, std::size_t max_bytes);
@@ -81,6 +88,7 @@ private:
     tenant owner = 0;
     std::uint32_t prev = 0; ///< Towards the most recently used end.
     std::uint32_t next = 0; ///< Towards the least recently used end.
+    std::uint32_t slot = 0; ///< Its place in its node's `marks`.
   };
 
   struct tenant_state {
@@ -110,6 +118,8 @@ private:
   std::vector<std::uint32_t> free_marks_;
   std::vector<tenant_state> tenants_;
   std::vector<node*> path_; ///< Scratch of `insert`.
+  /// Scratch of the list form of `match_each`: the nodes of the path and where each ends.
+  mutable std::vector<std::pair<const node*, std::size_t>> walk_;
 };
 
 } // namespace troupe::actors

@@ -207,3 +207,76 @@ TEST_CASE("radix tree: memory stays bounded by the budget under a stream of prom
   CHECK(tree.node_count() <= tree.mark_count());
   CHECK(match(tree, system, only({0, 1})) == system.size());
 }
+
+TEST_CASE("radix tree: many tenants on one prefix agree with brute force under churn") {
+  // 40 tenants over a three-letter alphabet: the shared nodes carry more marks than the tree
+  // scans (so their by-tenant index is built and kept through removals and splits).
+  constexpr radix_tree::tenant tenants = 40;
+  std::mt19937 rng{11};
+  auto random_text = [&] {
+    std::string s(std::uniform_int_distribution<int>{1, 10}(rng), 'a');
+    for (auto& c : s) {
+      c = static_cast<char>('a' + std::uniform_int_distribution<int>{0, 2}(rng));
+    }
+    return s;
+  };
+  radix_tree tree;
+  std::vector<std::vector<std::string>> texts(tenants);
+  for (int round = 0; round < 2000; ++round) {
+    auto t = static_cast<radix_tree::tenant>(rng() % tenants);
+    if (rng() % 10 == 0) {
+      tree.remove(t);
+      texts[t].clear();
+    } else {
+      auto s = random_text();
+      tree.insert(s, t, unbounded);
+      texts[t].push_back(s);
+    }
+    auto query = random_text();
+    std::vector<radix_tree::tenant> asked;
+    std::vector<char> eligible(tenants, 0);
+    for (radix_tree::tenant u = 0; u < tenants; ++u) {
+      if (rng() % 4 == 0) {
+        asked.push_back(u);
+        eligible[u] = 1;
+      }
+    }
+    std::vector<std::size_t> expected(tenants, 0);
+    for (auto u : asked) {
+      for (auto& x : texts[u]) {
+        auto m = std::mismatch(query.begin(), query.end(), x.begin(), x.end());
+        expected[u] = std::max(expected[u], static_cast<std::size_t>(m.first - query.begin()));
+      }
+    }
+    INFO("query '" << query << "' round " << round);
+    std::vector<std::size_t> listed(tenants, 0);
+    std::vector<int> told(tenants, 0);
+    tree.match_each(query, asked, [&](radix_tree::tenant u, std::size_t n) {
+      listed[u] = n;
+      ++told[u];
+    });
+    REQUIRE(listed == expected);
+    for (radix_tree::tenant u = 0; u < tenants; ++u) {
+      REQUIRE(told[u] == (expected[u] > 0 ? 1 : 0)); // once each, and only holders
+    }
+    std::vector<std::size_t> by_scan;
+    tree.match_each(query, eligible, by_scan);
+    REQUIRE(by_scan == expected);
+    if (round % 100 == 0) {
+      for (radix_tree::tenant u = 0; u < tenants; ++u) {
+        std::set<std::string> prefixes;
+        for (auto& x : texts[u]) {
+          for (std::size_t n = 1; n <= x.size(); ++n) {
+            prefixes.insert(x.substr(0, n));
+          }
+        }
+        REQUIRE(tree.size(u) == prefixes.size());
+      }
+    }
+  }
+  for (radix_tree::tenant u = 0; u < tenants; ++u) {
+    tree.remove(u);
+  }
+  CHECK(tree.node_count() == 0);
+  CHECK(tree.mark_count() == 0);
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""What a request costs the gateway with W workers registered, counted rather than timed:
+instructions and heap allocations per request under `valgrind --tool=callgrind`, for each policy
+and fleet size. On a shared machine requests/s (bench/fleet_scale.py) moves by 30% between runs;
+these counts move by well under 1%, so they say whether the gateway's own work grows with the
+fleet. What they cannot see is the kernel's side (a cold socket per request at 4,000 workers):
+fleet_scale's system CPU and bench/fleet_nginx.py measure that.
+
+The fleet is bench/fake_worker.py's nginx on W loopback ports, registered by --worker-urls; the
+requests are fleet_scale's (1,000 sessions, each a session key and a shared-prefix prompt).
+Counting starts after a warm-up (`callgrind_control -z`) and stops after a wrk run at fixed
+concurrency; the counts are divided by the requests wrk completed.
+
+Usage: bench/fleet_cost.py [--workers 4 4000] [--policies round_robin cache_aware ...]
+                           [--concurrency 16] [--duration 5] [--build build] [--top 0]
+                           [--keep DIR]
+Needs valgrind, wrk and nginx (scripts/install-deps.sh).
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleet_scale as fs  # noqa: E402
+from fake_worker import FakeWorkers  # noqa: E402
+from loopback import free_port  # noqa: E402
+from proxy_cost import parse_callgrind, run_wrk_count  # noqa: E402
+
+POLICIES = ["round_robin", "random", "power_of_two", "cache_aware", "consistent_hash"]
+
+
+def measure(binary, policy, urls, args, script):
+    tmp = tempfile.mkdtemp(prefix="troupe-fleet-cost-")
+    out = os.path.join(tmp, "cg.out")
+    port = free_port()
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+           "--compress-strings=no", "--compress-pos=no", binary, "--host", "127.0.0.1",
+           "--port", str(port), "--prometheus-port", "0", "--policy", policy,
+           "--log-level", args.log_level, "--worker-urls", *urls]
+    log = open(os.path.join(tmp, "troupe.log"), "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    try:
+        fs.wait_until(lambda: fs.get(port, "/liveness", 5)[0] == 200, 300, "troupe liveness")
+        fs.wait_until(lambda: fs.fleet_counts(port)[1] == len(urls), 900, "workers routable")
+        run_wrk_count(url, args.concurrency, args.warmup, script)
+        subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
+                       capture_output=True)
+        n = run_wrk_count(url, args.concurrency, args.duration, script)
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
+                       capture_output=True)
+        dumps = sorted((os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
+                       key=os.path.getmtime)
+        total, allocs, top = parse_callgrind(dumps[-1], args.top)
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            shutil.copy(dumps[-1], os.path.join(args.keep, f"{policy}-{len(urls)}.callgrind"))
+        return n, total / n, allocs / n, [(name, ir / n) for name, ir in top]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, nargs="+", default=[4, 4000])
+    ap.add_argument("--policies", nargs="+", default=POLICIES, choices=POLICIES)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--log-level", default="warn")
+    ap.add_argument("--build", default=os.path.join(fs.ROOT, "build"))
+    ap.add_argument("--keep", help="copy the callgrind outputs (POLICY-W.callgrind) here")
+    ap.add_argument("--top", type=int, default=0,
+                    help="also list the N functions with the most instructions of their own")
+    args = ap.parse_args()
+    for tool in ("valgrind", "callgrind_control", "wrk"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} not found (scripts/install-deps.sh)")
+    binary = os.path.join(args.build, "apps", "troupe", "troupe")
+    ports = fs.worker_ports(max(args.workers))
+    workers = FakeWorkers(ports)
+    tmp = tempfile.mkdtemp(prefix="troupe-fleet-cost-lua-")
+    script = os.path.join(tmp, "chat.lua")
+    with open(script, "w") as f:
+        f.write(fs.WRK_LUA)
+    rows = {}
+    try:
+        for policy in args.policies:
+            for w in args.workers:
+                t0 = time.time()
+                n, ins, allocs, top = measure(binary, policy, workers.urls[:w], args, script)
+                rows[(policy, w)] = (ins, allocs)
+                print(f"{policy:<15} W={w:<5} c={args.concurrency}: {n} requests, "
+                      f"{ins:,.0f} instructions/request, {allocs:.1f} allocations/request "
+                      f"({time.time() - t0:.0f} s)", flush=True)
+                for name, ir in top:
+                    print(f"    {ir:>9,.0f}  {name[:150]}")
+    finally:
+        workers.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    smallest = min(args.workers)
+    print(f"\nratios to W={smallest} of the same policy:")
+    print(f"{'policy':<15} {'W':>5} {'instr/req':>10} {'x':>6} {'allocs/req':>10}")
+    for policy in args.policies:
+        base = rows[(policy, smallest)][0]
+        for w in args.workers:
+            ins, allocs = rows[(policy, w)]
+            print(f"{policy:<15} {w:>5} {ins:>10,.0f} {ins / base:>6.2f} {allocs:>10.1f}")
+
+
+if __name__ == "__main__":
+    main()
