@@ -131,19 +131,8 @@ void upstream_exchange::resume() {
 
 void upstream_exchange::park() {
   // Nothing is read until `resume`: the worker's writes fill the socket buffers and then
-  // block. The stream's expiry only runs during an operation, so the deadline gets a timer.
+  // block. The connection's deadline still runs (on_deadline ends a parked exchange).
   parked_ = true;
-  if (!park_timer_) {
-    park_timer_.emplace(conn_executor_);
-  }
-  park_timer_->expires_at(deadline_);
-  park_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec || !self->parked_) {
-      return;
-    }
-    self->parked_ = false;
-    self->finish(exchange_status::timeout, "deadline passed while the client was not reading");
-  });
 }
 
 void upstream_exchange::on_resume() {
@@ -152,11 +141,29 @@ void upstream_exchange::on_resume() {
     return;
   }
   parked_ = false;
-  park_timer_->cancel();
   if (cancelled_) {
     return finish(exchange_status::cancelled);
   }
   do_read_body();
+}
+
+void upstream_exchange::on_deadline() {
+  if (finished_) {
+    return;
+  }
+  timed_out_ = true;
+  if (parked_) {
+    // No operation is pending to be cancelled: end here.
+    parked_ = false;
+    return finish(exchange_status::timeout, "deadline passed while the client was not reading");
+  }
+  // The pending operation ends with operation_aborted, which `classify` makes a timeout. (A
+  // resolution is not an operation of the connection: its handler looks at `timed_out_`.)
+  conn_->cancel();
+}
+
+void upstream_exchange::watch_deadline() {
+  conn_->deadline.watch(deadline_, weak_from_this());
 }
 
 void upstream_exchange::run() {
@@ -164,6 +171,10 @@ void upstream_exchange::run() {
   if (cancelled_) {
     return finish(exchange_status::cancelled);
   }
+  if (started_ >= deadline_) {
+    return finish(exchange_status::timeout, "deadline passed before the exchange started");
+  }
+  watch_deadline();
   if (conn_->connected) {
     return do_write();
   }
@@ -175,28 +186,27 @@ void upstream_exchange::run() {
 
 void upstream_exchange::do_resolve() {
   auto resolver = std::make_shared<tcp::resolver>(conn_->strand);
-  resolver->async_resolve(pool_->host(), std::to_string(pool_->port()),
-                          [self = shared_from_this(),
-                           resolver](beast::error_code ec, tcp::resolver::results_type results) {
-                            if (self->cancelled_) {
-                              return self->finish(exchange_status::cancelled);
-                            }
-                            if (ec) {
-                              return self->finish(exchange_status::connect_failed,
-                                                  "cannot resolve " + self->pool_->host() + ": " +
-                                                      ec.message());
-                            }
-                            std::vector<tcp::endpoint> eps;
-                            for (auto& r : results) {
-                              eps.push_back(r.endpoint());
-                            }
-                            self->pool_->set_endpoints(std::move(eps));
-                            self->do_connect();
-                          });
+  resolver->async_resolve(
+      pool_->host(), std::to_string(pool_->port()),
+      [self = shared_from_this(), resolver](beast::error_code ec,
+                                            tcp::resolver::results_type results) {
+        if (self->cancelled_ || self->timed_out_) {
+          return self->finish(self->classify({}), "resolving " + self->pool_->host());
+        }
+        if (ec) {
+          return self->finish(exchange_status::connect_failed,
+                              "cannot resolve " + self->pool_->host() + ": " + ec.message());
+        }
+        std::vector<tcp::endpoint> eps;
+        for (auto& r : results) {
+          eps.push_back(r.endpoint());
+        }
+        self->pool_->set_endpoints(std::move(eps));
+        self->do_connect();
+      });
 }
 
 void upstream_exchange::do_connect() {
-  conn_->tcp().expires_at(deadline_);
   conn_->tcp().async_connect(
       pool_->endpoints(), [self = shared_from_this()](beast::error_code ec, tcp::endpoint) {
         if (ec) {
@@ -231,7 +241,6 @@ void upstream_exchange::do_handshake() {
   } else {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
   }
-  conn_->tcp().expires_at(deadline_);
   tls.async_handshake(
       net::ssl::stream_base::client, [self = shared_from_this()](beast::error_code ec) {
         if (ec) {
@@ -248,7 +257,6 @@ void upstream_exchange::do_write() {
   if (cancelled_) {
     return finish(exchange_status::cancelled);
   }
-  conn_->expires_at(deadline_);
   auto on_write = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) {
       return self->on_failure(ec, self->classify(ec));
@@ -285,7 +293,6 @@ void upstream_exchange::do_read_head() {
   // Boost 1.74 compares a content length against an empty limit as "too large": use a
   // finite one. The sink enforces the real limits.
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-  conn_->expires_at(deadline_);
   auto on_head = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) {
       return self->on_failure(ec, self->classify(ec));
@@ -350,10 +357,10 @@ void upstream_exchange::do_read_body() {
 }
 
 exchange_status upstream_exchange::classify(beast::error_code ec) const {
-  if (cancelled_ || ec == net::error::operation_aborted) {
-    return cancelled_ ? exchange_status::cancelled : exchange_status::broken;
+  if (cancelled_) {
+    return exchange_status::cancelled;
   }
-  if (ec == beast::error::timeout) {
+  if (timed_out_ || ec == beast::error::timeout) {
     return exchange_status::timeout;
   }
   return exchange_status::broken;
@@ -366,6 +373,7 @@ void upstream_exchange::on_failure(beast::error_code ec, exchange_status status)
     retried_ = true;
     pool_->discard(std::move(conn_));
     conn_ = pool_->fresh(conn_executor_);
+    watch_deadline();
     parser_.reset();
     if (conn_->connected) {
       return do_write(); // (an in-memory stream, in a fuzz build)
@@ -383,8 +391,8 @@ void upstream_exchange::finish(exchange_status status, std::string detail) {
     return;
   }
   finished_ = true;
-  if (park_timer_) {
-    park_timer_->cancel();
+  if (conn_) {
+    conn_->deadline.clear();
   }
   if (status == exchange_status::ok && parser_ && parser_->keep_alive() && !cancelled_) {
     trim_after_body(conn_->buffer);

@@ -3,10 +3,10 @@
 #include "transport/call_body.hpp"
 #include "transport/flow_control.hpp"
 #include "transport/http_types.hpp"
+#include "transport/lazy_deadline.hpp"
 #include "transport/upstream_pool.hpp"
 
 #include <atomic>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -89,7 +89,8 @@ public:
 /// end it then).
 class upstream_exchange : public std::enable_shared_from_this<upstream_exchange>,
                           public flow_source,
-                          public exchange_control {
+                          public exchange_control,
+                          public lazy_deadline::target {
 public:
   using done_handler = std::function<void(exchange_result)>;
 
@@ -111,8 +112,12 @@ public:
   upstream_exchange(std::shared_ptr<upstream_pool> pool, upstream_call call,
                     std::shared_ptr<response_sink> sink, done_handler done);
 
+  /// The call's deadline passed (the connection's `lazy_deadline`): ends it as `timeout`.
+  void on_deadline() override;
+
 private:
   void run();
+  void watch_deadline();
   void do_resolve();
   void do_connect();
   void do_handshake();
@@ -140,9 +145,9 @@ private:
   std::size_t chunk_size_ = 0;
   bool retried_ = false;
   bool finished_ = false;
-  bool paused_ = false;                         ///< Asked to stop reading the body.
-  bool parked_ = false;                         ///< Stopped: no read pending until `resume`.
-  std::optional<net::steady_timer> park_timer_; ///< The deadline while parked.
+  bool paused_ = false;    ///< Asked to stop reading the body.
+  bool parked_ = false;    ///< Stopped: no read pending until `resume`.
+  bool timed_out_ = false; ///< The deadline passed: what fails now fails as `timeout`.
   std::atomic<bool> cancelled_{false};
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "transport/http_types.hpp"
+#include "transport/lazy_deadline.hpp"
 
 #include <atomic>
 #include <boost/asio/strand.hpp>
@@ -36,12 +37,12 @@ struct upstream_connection {
 
   /// A plain connection when `tls` is null, else a TLS one using that context.
   upstream_connection(executor_type ex, net::ssl::context* tls)
-      : strand(ex), stream(make_stream(std::move(ex), tls)) {}
+      : strand(ex), deadline(ex), stream(make_stream(std::move(ex), tls)) {}
 
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
   /// A connection over an in-memory stream, connected from the start.
   upstream_connection(executor_type ex, memory_stream s)
-      : strand(std::move(ex)), stream(std::move(s)) {}
+      : strand(ex), deadline(ex), stream(std::move(s)) {}
 #endif
 
   /// The TCP layer (connect, socket options); a connection over TCP only.
@@ -50,13 +51,6 @@ struct upstream_connection {
       return *plain;
     }
     return beast::get_lowest_layer(std::get<tls_stream>(stream));
-  }
-
-  /// The next operation must end by `t`.
-  void expires_at(std::chrono::steady_clock::time_point t) {
-    if (over_tcp()) {
-      tcp().expires_at(t);
-    }
   }
 
   /// Ends the pending operations (with `operation_aborted`).
@@ -96,6 +90,9 @@ struct upstream_connection {
   }
 
   executor_type strand; ///< Every operation on `stream` runs here (a strand with >1 io thread).
+  /// The deadline of the exchange using the connection: one timer for all its operations (the
+  /// stream itself never expires).
+  lazy_deadline deadline;
   stream_type stream;
   beast::flat_buffer buffer;
   bool connected = false; ///< The socket is connected (and, with TLS, the handshake done).

@@ -18,7 +18,8 @@ namespace {
 /// "/sse" streams events.
 struct fake_worker {
   explicit fake_worker(io_thread& io)
-      : server(io.ioc, server_options{"127.0.0.1", 0, 1 << 20, std::chrono::seconds{1}, 16},
+      : server_ioc(io.ioc),
+        server(io.ioc, server_options{"127.0.0.1", 0, 1 << 20, std::chrono::seconds{1}, 16},
                [this](request&& req, inbound_status, std::shared_ptr<reply_channel> reply) {
                  ++requests;
                  {
@@ -30,6 +31,17 @@ struct fake_worker {
                  }
                  if (req.target() == "/slow") {
                    held.push_back(reply);
+                   return;
+                 }
+                 if (req.target() == "/late") {
+                   // Answers after 400 ms.
+                   auto timer = std::make_shared<boost::asio::steady_timer>(
+                       server_ioc, std::chrono::milliseconds(400));
+                   timer->async_wait([timer, reply](boost::system::error_code) {
+                     response res{http::status::ok, 11};
+                     res.body() = R"({"late":true})";
+                     reply->respond(std::move(res));
+                   });
                    return;
                  }
                  if (req.target() == "/sse") {
@@ -55,6 +67,7 @@ struct fake_worker {
     return heads;
   }
 
+  boost::asio::io_context& server_ioc;
   http_server server;
   std::atomic<int> requests{0};
   std::vector<std::shared_ptr<reply_channel>> held;
@@ -146,6 +159,41 @@ TEST_CASE("a worker that does not answer in time fails as timeout") {
   auto r = run(pool, "/slow", std::chrono::milliseconds(200));
   CHECK(r.result.status == exchange_status::timeout);
   CHECK(pool->open_connections() == 0);
+}
+
+TEST_CASE("a kept-alive connection's next exchange has its own deadline, not the last one's") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  // The connection's timer is armed for the first exchange's deadline, 250 ms away...
+  CHECK(run(pool, "/a", std::chrono::milliseconds(250)).result.status == exchange_status::ok);
+  // ...and rings while the second, due in 5 s, waits 400 ms for its answer: it must re-arm.
+  auto r = run(pool, "/late", std::chrono::seconds(5));
+  CHECK(r.result.status == exchange_status::ok);
+  CHECK(r.sink->body() == R"({"late":true})");
+  CHECK(pool->open_connections() == 1); // the same connection, kept
+}
+
+TEST_CASE("a reused connection ends an exchange at its deadline when it is sooner than the last") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  CHECK(run(pool, "/a", std::chrono::seconds(30)).result.status == exchange_status::ok);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run(pool, "/slow", std::chrono::milliseconds(200));
+  auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(r.result.status == exchange_status::timeout);
+  CHECK(took < std::chrono::seconds(5)); // not the first exchange's 30 s
+  CHECK(pool->open_connections() == 0);
+}
+
+TEST_CASE("an exchange whose deadline passed before it started fails as timeout at once") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  auto r = run(pool, "/a", std::chrono::milliseconds(-1));
+  CHECK(r.result.status == exchange_status::timeout);
+  CHECK(w.requests == 0);
 }
 
 TEST_CASE("cancel aborts an exchange in flight") {
