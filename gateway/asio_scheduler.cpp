@@ -1,5 +1,7 @@
 #include "gateway/asio_scheduler.hpp"
 
+#include "transport/handler_tail.hpp"
+
 #include <array>
 #include <atomic>
 #include <boost/asio/post.hpp>
@@ -23,8 +25,10 @@ namespace {
 /// runs (a message to the next actor of a request) runs in that same handler, after it, rather
 /// than as a handler of its own: every asio handler that follows another costs a reactor pass
 /// (an `epoll_wait`), and a request crosses several actors. At most `batch` jobs run per
-/// handler, so sockets are still served between them; jobs enqueued by other threads (timers,
-/// the middleman) and by socket handlers are posted as before.
+/// handler, so sockets are still served between them. A job a socket handler enqueues (the
+/// request actor a client's request spawns, a worker's answer to it) runs in that handler's
+/// tail (transport/handler_tail.hpp), after the handler's own work; jobs enqueued by other
+/// threads (timers, the middleman) are posted.
 class asio_execution_unit final : public caf::execution_unit {
 public:
   asio_execution_unit(caf::actor_system& sys, net::io_context& ioc, std::size_t throughput)
@@ -33,6 +37,10 @@ public:
   void exec_later(caf::resumable* job) override {
     if (auto* q = current; q != nullptr && q->owner == this && q->tail < q->jobs.size()) {
       q->jobs[q->tail++] = job;
+      return;
+    }
+    // Woken by a socket handler (a request read, a worker's answer): run right after it.
+    if (transport::handler_tail::defer(&drain_deferred, this, job)) {
       return;
     }
     net::post(ioc_, [this, job] { drain(job); });
@@ -51,6 +59,10 @@ private:
 
   /// The follow queue of the handler running on this thread, if any (a plain pointer).
   static thread_local follow_queue* current;
+
+  static void drain_deferred(void* unit, void* job) {
+    static_cast<asio_execution_unit*>(unit)->drain(static_cast<caf::resumable*>(job));
+  }
 
   void drain(caf::resumable* first) {
     follow_queue q{this, {}};

@@ -2,6 +2,7 @@
 // time, size and field count), the read deadline, and how a request reaches the handler
 // (server_session.cpp has the rest).
 
+#include "transport/handler_tail.hpp"
 #include "transport/read_buffer.hpp"
 #include "transport/server_session.hpp"
 
@@ -69,6 +70,7 @@ template <class Stream> void server_session<Stream>::read_head() {
   }
   stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, 64 * 1024)),
                           [self = this->shared_from_this()](error_code ec, std::size_t n) {
+                            handler_tail tail; // the request's actor runs once this read is done
                             self->on_read_some(ec, n);
                           });
 }
@@ -174,9 +176,11 @@ template <class Stream> void server_session<Stream>::read_body() {
     expect(waiting::body, opts_->idle_timeout); // the body of a request nobody answers yet
   }
   make_room_for_body(buffer_, parser_->content_length_remaining());
-  http::async_read(
-      stream_, buffer_, *parser_,
-      [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = this->shared_from_this()](error_code ec, std::size_t) {
+                     handler_tail tail; // the request's actor runs once this read is done
+                     self->on_read(ec);
+                   });
 }
 
 template <class Stream> void server_session<Stream>::on_read(error_code ec) {

@@ -1,5 +1,6 @@
 #include "transport/upstream_exchange.hpp"
 
+#include "transport/handler_tail.hpp"
 #include "transport/header_fields.hpp"
 #include "transport/read_buffer.hpp"
 
@@ -144,7 +145,7 @@ void upstream_exchange::on_resume() {
   if (cancelled_) {
     return finish(exchange_status::cancelled);
   }
-  do_read_body();
+  read_body();
 }
 
 void upstream_exchange::on_deadline() {
@@ -294,6 +295,7 @@ void upstream_exchange::do_read_head() {
   // finite one. The sink enforces the real limits.
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   auto on_head = [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    handler_tail tail; // the owner's actor hears of the end once this read is done
     if (ec) {
       return self->on_failure(ec, self->classify(ec));
     }
@@ -312,7 +314,7 @@ void upstream_exchange::do_read_head() {
     }
     self->chunk_size_ = chunk_size_for(self->parser_->content_length());
     self->chunk_.reset(new char[self->chunk_size_]);
-    self->do_read_body();
+    self->read_body();
   };
   if (conn_->buffer.capacity() < head_read_size) {
     conn_->buffer.reserve(head_read_size); // a head in one read, not in reads of 512 bytes
@@ -322,33 +324,66 @@ void upstream_exchange::do_read_head() {
   });
 }
 
+void upstream_exchange::read_body() {
+  // Most answers arrive whole: the body bytes read along with the head are parsed here, not by
+  // an asynchronous read, which Beast completes with a posted handler when it needs no I/O (a
+  // reactor pass more per request).
+  while (conn_->buffer.size() > 0 && !parser_->is_done() && !paused_) {
+    auto& body = parser_->get().body();
+    body.data = chunk_.get();
+    body.size = chunk_size_;
+    beast::error_code ec;
+    auto used = parser_->put(conn_->buffer.data(), ec);
+    conn_->buffer.consume(used);
+    if (ec == http::error::need_more) {
+      break; // the rest of a chunk's framing is still to come: read it
+    }
+    if (!take_piece(ec)) {
+      return;
+    }
+    if (used == 0) {
+      break;
+    }
+  }
+  if (parser_->is_done()) {
+    sink_->on_complete();
+    return finish(exchange_status::ok);
+  }
+  if (paused_) {
+    return park();
+  }
+  do_read_body();
+}
+
+bool upstream_exchange::take_piece(beast::error_code ec) {
+  if (ec == http::error::need_buffer) {
+    ec = {}; // the chunk is full: its piece goes out, the next read takes a fresh one
+  }
+  auto n = chunk_size_ - parser_->get().body().size;
+  if (n > 0) {
+    result_.body_bytes += n;
+    if (!sink_->on_body(std::string_view{chunk_.get(), n})) {
+      finish(exchange_status::rejected, "response body refused");
+      return false;
+    }
+  }
+  if (ec) {
+    on_failure(ec, classify(ec));
+    return false;
+  }
+  return true;
+}
+
 void upstream_exchange::do_read_body() {
   auto& body = parser_->get().body();
   body.data = chunk_.get();
   body.size = chunk_size_;
   auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
-    if (ec == http::error::need_buffer) {
-      ec = {};
+    handler_tail tail; // the owner's actor hears of the end once this read is done
+    if (!self->take_piece(ec)) {
+      return;
     }
-    auto& body = self->parser_->get().body();
-    auto n = self->chunk_size_ - body.size;
-    if (n > 0) {
-      self->result_.body_bytes += n;
-      if (!self->sink_->on_body(std::string_view{self->chunk_.get(), n})) {
-        return self->finish(exchange_status::rejected, "response body refused");
-      }
-    }
-    if (ec) {
-      return self->on_failure(ec, self->classify(ec));
-    }
-    if (self->parser_->is_done()) {
-      self->sink_->on_complete();
-      return self->finish(exchange_status::ok);
-    }
-    if (self->paused_) {
-      return self->park();
-    }
-    self->do_read_body();
+    self->read_body();
   };
   make_room_for_body(conn_->buffer, parser_->content_length_remaining());
   conn_->visit([&](auto& stream) {

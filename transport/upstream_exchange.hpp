@@ -123,7 +123,11 @@ private:
   void do_handshake();
   void do_write();
   void do_read_head();
+  void read_body();
   void do_read_body();
+  /// Hands the body piece the parser just put in `chunk_` to the sink; false when the
+  /// exchange ended (the sink refused it, or `ec` is a failure).
+  bool take_piece(beast::error_code ec);
   void park();
   void on_resume();
   void on_failure(beast::error_code ec, exchange_status status);

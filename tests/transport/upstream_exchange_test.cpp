@@ -3,10 +3,14 @@
 #include "transport/upstream_exchange.hpp"
 
 #include <atomic>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
 #include <future>
 #include <map>
 #include <mutex>
+#include <thread>
 
 using namespace troupe;
 using namespace troupe::transport;
@@ -246,4 +250,69 @@ TEST_CASE("request headers given by the caller reach the worker") {
   CHECK(values("Host") == std::vector<std::string>{"127.0.0.1:" + std::to_string(w.server.port())});
   // The worker saw it: it echoes the id in its answer.
   CHECK(r.sink->body() == R"({"target":"/h"})");
+}
+
+namespace {
+
+/// A worker on a raw socket: reads one request, then writes `parts` with a pause between them.
+struct scripted_worker {
+  explicit scripted_worker(std::vector<std::string> parts)
+      : acceptor(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}),
+        thread([this, parts = std::move(parts)] {
+          boost::asio::ip::tcp::socket s{ioc};
+          acceptor.accept(s);
+          boost::asio::streambuf in;
+          boost::asio::read_until(s, in, "\r\n\r\n");
+          for (auto& part : parts) {
+            boost::asio::write(s, boost::asio::buffer(part));
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+          boost::system::error_code ignored;
+          s.shutdown(boost::asio::socket_base::shutdown_send, ignored);
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }) {}
+  ~scripted_worker() { thread.join(); }
+  std::uint16_t port() const { return acceptor.local_endpoint().port(); }
+
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor acceptor;
+  std::thread thread;
+};
+
+} // namespace
+
+TEST_CASE("a body that arrives partly with the head and partly later is read whole") {
+  io_thread io;
+  SECTION("by Content-Length") {
+    scripted_worker w{{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", "world"}};
+    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
+    auto r = run(pool, "/x");
+    CHECK(r.result.status == exchange_status::ok);
+    CHECK(r.sink->body() == "helloworld");
+    CHECK(r.result.body_bytes == 10);
+  }
+  SECTION("chunked, a chunk's framing cut between two reads") {
+    scripted_worker w{{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3",
+                       "\r\nabc\r\n0\r\n\r\n"}};
+    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
+    auto r = run(pool, "/x");
+    CHECK(r.result.status == exchange_status::ok);
+    CHECK(r.sink->body() == "helloabc");
+  }
+  SECTION("until the worker closes, without a length") {
+    scripted_worker w{{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nfirst,", "second"}};
+    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
+    auto r = run(pool, "/x");
+    CHECK(r.result.status == exchange_status::ok);
+    CHECK(r.sink->body() == "first,second");
+    CHECK(pool->open_connections() == 0);
+  }
+  SECTION("a whole answer in one write, more body than the head's read took at once") {
+    std::string body(100000, 'x');
+    scripted_worker w{{"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + body}};
+    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
+    auto r = run(pool, "/x");
+    CHECK(r.result.status == exchange_status::ok);
+    CHECK(r.sink->body() == body);
+  }
 }
