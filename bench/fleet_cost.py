@@ -8,12 +8,19 @@ fleet_scale's system CPU and bench/fleet_nginx.py measure that.
 
 The fleet is bench/fake_worker.py's nginx on W loopback ports, registered by --worker-urls; the
 requests are fleet_scale's (1,000 sessions, each a session key and a shared-prefix prompt).
-Counting starts after a warm-up (`callgrind_control -z`) and stops after a wrk run at fixed
-concurrency; the counts are divided by the requests wrk completed.
+Counting starts after a warm-up of at least 1.2 W requests, so every worker has its pooled
+connection (`callgrind_control -z`), and stops after a wrk run at fixed concurrency; the counts
+are divided by the requests wrk completed.
+
+With --cache-sim, callgrind also simulates the caches (`--cache-sim=yes`: the first-level data
+cache and the last-level cache of the machine it runs on) and each row adds data misses per
+request: the cost instructions do not show, of a request meeting a cold worker's state (its
+connection, buffers, pool entry) in a fleet too large to stay in cache. The kernel's side stays
+invisible to it.
 
 Usage: bench/fleet_cost.py [--workers 4 4000] [--policies round_robin cache_aware ...]
                            [--concurrency 16] [--duration 5] [--build build] [--top 0]
-                           [--keep DIR]
+                           [--keep DIR] [--cache-sim]
 Needs valgrind, wrk and nginx (scripts/install-deps.sh).
 """
 
@@ -35,11 +42,27 @@ from proxy_cost import parse_callgrind, run_wrk_count  # noqa: E402
 POLICIES = ["round_robin", "random", "power_of_two", "cache_aware", "consistent_hash"]
 
 
+def data_misses(path):
+    """(first-level, last-level) data cache misses, reads and writes, in a callgrind output
+    written with --cache-sim=yes."""
+    names = []
+    totals = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("summary:") or line.startswith("totals:"):
+                totals = [int(v) for v in line.split()[1:]]
+    got = dict(zip(names, totals))
+    return got.get("D1mr", 0) + got.get("D1mw", 0), got.get("DLmr", 0) + got.get("DLmw", 0)
+
+
 def measure(binary, policy, urls, args, script):
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-cost-")
     out = os.path.join(tmp, "cg.out")
     port = free_port()
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+    cache = ["--cache-sim=yes"] if args.cache_sim else []
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cache,
            "--compress-strings=no", "--compress-pos=no", binary, "--host", "127.0.0.1",
            "--port", str(port), "--prometheus-port", "0", "--policy", policy,
            "--log-level", args.log_level, "--worker-urls", *urls]
@@ -49,7 +72,13 @@ def measure(binary, policy, urls, args, script):
     try:
         fs.wait_until(lambda: fs.get(port, "/liveness", 5)[0] == 200, 300, "troupe liveness")
         fs.wait_until(lambda: fs.fleet_counts(port)[1] == len(urls), 900, "workers routable")
-        run_wrk_count(url, args.concurrency, args.warmup, script)
+        # A lap of the fleet and more before counting, so that every worker has its pooled
+        # connection (the registration's may have been closed by nginx's 75 s keep-alive
+        # timeout while valgrind registered 4,000 workers): the count is of requests, not of
+        # connections being opened.
+        warm = 0
+        while warm < 1.2 * len(urls) or warm == 0:
+            warm += run_wrk_count(url, args.concurrency, args.warmup, script)
         subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
                        capture_output=True)
         n = run_wrk_count(url, args.concurrency, args.duration, script)
@@ -58,10 +87,11 @@ def measure(binary, policy, urls, args, script):
         dumps = sorted((os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
                        key=os.path.getmtime)
         total, allocs, top = parse_callgrind(dumps[-1], args.top)
+        d1, ll = data_misses(dumps[-1]) if args.cache_sim else (0, 0)
         if args.keep:
             os.makedirs(args.keep, exist_ok=True)
             shutil.copy(dumps[-1], os.path.join(args.keep, f"{policy}-{len(urls)}.callgrind"))
-        return n, total / n, allocs / n, [(name, ir / n) for name, ir in top]
+        return (n, total / n, allocs / n, [(name, ir / n) for name, ir in top], d1 / n, ll / n)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -82,6 +112,8 @@ def main():
     ap.add_argument("--log-level", default="warn")
     ap.add_argument("--build", default=os.path.join(fs.ROOT, "build"))
     ap.add_argument("--keep", help="copy the callgrind outputs (POLICY-W.callgrind) here")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="also count data cache misses per request (callgrind --cache-sim=yes)")
     ap.add_argument("--top", type=int, default=0,
                     help="also list the N functions with the most instructions of their own")
     args = ap.parse_args()
@@ -100,11 +132,14 @@ def main():
         for policy in args.policies:
             for w in args.workers:
                 t0 = time.time()
-                n, ins, allocs, top = measure(binary, policy, workers.urls[:w], args, script)
-                rows[(policy, w)] = (ins, allocs)
+                n, ins, allocs, top, d1, ll = measure(binary, policy, workers.urls[:w], args,
+                                                      script)
+                rows[(policy, w)] = (ins, allocs, d1, ll)
+                misses = f", {d1:,.0f} D1 / {ll:,.0f} LL data misses/request" \
+                    if args.cache_sim else ""
                 print(f"{policy:<15} W={w:<5} c={args.concurrency}: {n} requests, "
-                      f"{ins:,.0f} instructions/request, {allocs:.1f} allocations/request "
-                      f"({time.time() - t0:.0f} s)", flush=True)
+                      f"{ins:,.0f} instructions/request, {allocs:.1f} allocations/request"
+                      f"{misses} ({time.time() - t0:.0f} s)", flush=True)
                 for name, ir in top:
                     print(f"    {ir:>9,.0f}  {name[:150]}")
     finally:
@@ -112,12 +147,14 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     smallest = min(args.workers)
     print(f"\nratios to W={smallest} of the same policy:")
-    print(f"{'policy':<15} {'W':>5} {'instr/req':>10} {'x':>6} {'allocs/req':>10}")
+    extra = f" {'D1 miss/req':>11} {'LL miss/req':>11}" if args.cache_sim else ""
+    print(f"{'policy':<15} {'W':>5} {'instr/req':>10} {'x':>6} {'allocs/req':>10}{extra}")
     for policy in args.policies:
         base = rows[(policy, smallest)][0]
         for w in args.workers:
-            ins, allocs = rows[(policy, w)]
-            print(f"{policy:<15} {w:>5} {ins:>10,.0f} {ins / base:>6.2f} {allocs:>10.1f}")
+            ins, allocs, d1, ll = rows[(policy, w)]
+            extra = f" {d1:>11,.0f} {ll:>11,.0f}" if args.cache_sim else ""
+            print(f"{policy:<15} {w:>5} {ins:>10,.0f} {ins / base:>6.2f} {allocs:>10.1f}{extra}")
 
 
 if __name__ == "__main__":
