@@ -10,7 +10,9 @@ The fleet is bench/fake_worker.py's nginx on W loopback ports, registered by --w
 requests are fleet_scale's (1,000 sessions, each a session key and a shared-prefix prompt).
 Counting starts after a warm-up of at least 1.2 W requests, so every worker has its pooled
 connection (`callgrind_control -z`), and stops after a wrk run at fixed concurrency; the counts
-are divided by the requests wrk completed.
+are divided by the requests wrk completed. Of several such windows the least is reported (and
+the most, for what background work adds: the inspector's refresh asks all W worker proxies for
+their state every 15 s; health checks are held off during the run).
 
 With --cache-sim, callgrind also simulates the caches (`--cache-sim=yes`: the first-level data
 cache and the last-level cache of the machine it runs on) and each row adds data misses per
@@ -65,7 +67,14 @@ def measure(binary, policy, urls, args, script):
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cache,
            "--compress-strings=no", "--compress-pos=no", binary, "--host", "127.0.0.1",
            "--port", str(port), "--prometheus-port", "0", "--policy", policy,
-           "--log-level", args.log_level, "--worker-urls", *urls]
+           "--log-level", args.log_level,
+           # Health checks are background work: 4,000 workers checked every 60 s are 67
+           # checks a second, which at valgrind's few dozen requests a second would be most of
+           # the count. Registration checks each worker once (with a deadline valgrind's pace
+           # cannot miss: a worker failing it would stay unroutable); no later check falls in
+           # the run.
+           "--health-check-interval-secs", "3600", "--health-check-timeout-secs", "120",
+           "--worker-urls", *urls]
     log = open(os.path.join(tmp, "troupe.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
@@ -79,19 +88,32 @@ def measure(binary, policy, urls, args, script):
         warm = 0
         while warm < 1.2 * len(urls) or warm == 0:
             warm += run_wrk_count(url, args.concurrency, args.warmup, script)
-        subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
-                       capture_output=True)
-        n = run_wrk_count(url, args.concurrency, args.duration, script)
-        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
-                       capture_output=True)
-        dumps = sorted((os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
-                       key=os.path.getmtime)
-        total, allocs, top = parse_callgrind(dumps[-1], args.top)
-        d1, ll = data_misses(dumps[-1]) if args.cache_sim else (0, 0)
-        if args.keep:
-            os.makedirs(args.keep, exist_ok=True)
-            shutil.copy(dumps[-1], os.path.join(args.keep, f"{policy}-{len(urls)}.callgrind"))
-        return (n, total / n, allocs / n, [(name, ir / n) for name, ir in top], d1 / n, ll / n)
+        # Several windows, the least counted: the inspector asks every worker proxy for its
+        # state every 15 s (O(W) messages, background work like the health checks), and a
+        # window it falls in counts it against the few requests valgrind lets through.
+        best = None
+        for _ in range(args.windows):
+            subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
+                           capture_output=True)
+            n = run_wrk_count(url, args.concurrency, args.duration, script)
+            subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
+                           capture_output=True)
+            dumps = sorted(
+                (os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
+                key=os.path.getmtime)
+            total, allocs, top = parse_callgrind(dumps[-1], args.top)
+            d1, ll = data_misses(dumps[-1]) if args.cache_sim else (0, 0)
+            row = (n, total / n, allocs / n, [(name, ir / n) for name, ir in top], d1 / n, ll / n,
+                   total / n)
+            if best is None or row[1] < best[1]:
+                best = row[:6] + (max(best[6], row[6]) if best else row[6],)
+                if args.keep:
+                    os.makedirs(args.keep, exist_ok=True)
+                    shutil.copy(dumps[-1],
+                                os.path.join(args.keep, f"{policy}-{len(urls)}.callgrind"))
+            else:
+                best = best[:6] + (max(best[6], row[6]),)
+        return best
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -109,6 +131,8 @@ def main():
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--windows", type=int, default=3,
+                    help="counted windows of --duration s each; the least is reported")
     ap.add_argument("--log-level", default="warn")
     ap.add_argument("--build", default=os.path.join(fs.ROOT, "build"))
     ap.add_argument("--keep", help="copy the callgrind outputs (POLICY-W.callgrind) here")
@@ -132,14 +156,15 @@ def main():
         for policy in args.policies:
             for w in args.workers:
                 t0 = time.time()
-                n, ins, allocs, top, d1, ll = measure(binary, policy, workers.urls[:w], args,
-                                                      script)
+                n, ins, allocs, top, d1, ll, most = measure(binary, policy, workers.urls[:w],
+                                                            args, script)
                 rows[(policy, w)] = (ins, allocs, d1, ll)
                 misses = f", {d1:,.0f} D1 / {ll:,.0f} LL data misses/request" \
                     if args.cache_sim else ""
                 print(f"{policy:<15} W={w:<5} c={args.concurrency}: {n} requests, "
                       f"{ins:,.0f} instructions/request, {allocs:.1f} allocations/request"
-                      f"{misses} ({time.time() - t0:.0f} s)", flush=True)
+                      f"{misses}; the most of {args.windows} windows {most:,.0f} "
+                      f"({time.time() - t0:.0f} s)", flush=True)
                 for name, ir in top:
                     print(f"    {ir:>9,.0f}  {name[:150]}")
     finally:
