@@ -279,39 +279,43 @@ struct scripted_worker {
   std::thread thread;
 };
 
+/// One exchange with a scripted worker writing `parts`; the pool's open connections after it.
+std::pair<outcome, std::size_t> run_scripted(io_thread& io, std::vector<std::string> parts) {
+  scripted_worker w{std::move(parts)};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
+  auto r = run(pool, "/x");
+  return {r, pool->open_connections()};
+}
+
 } // namespace
 
 TEST_CASE("a body that arrives partly with the head and partly later is read whole") {
   io_thread io;
   SECTION("by Content-Length") {
-    scripted_worker w{{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", "world"}};
-    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
-    auto r = run(pool, "/x");
+    auto [r, open] =
+        run_scripted(io, {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", "world"});
     CHECK(r.result.status == exchange_status::ok);
     CHECK(r.sink->body() == "helloworld");
     CHECK(r.result.body_bytes == 10);
+    CHECK(open == 1); // kept alive
   }
   SECTION("chunked, a chunk's framing cut between two reads") {
-    scripted_worker w{{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3",
-                       "\r\nabc\r\n0\r\n\r\n"}};
-    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
-    auto r = run(pool, "/x");
+    auto [r, open] =
+        run_scripted(io, {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3",
+                          "\r\nabc\r\n0\r\n\r\n"});
     CHECK(r.result.status == exchange_status::ok);
     CHECK(r.sink->body() == "helloabc");
   }
   SECTION("until the worker closes, without a length") {
-    scripted_worker w{{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nfirst,", "second"}};
-    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
-    auto r = run(pool, "/x");
+    auto [r, open] =
+        run_scripted(io, {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nfirst,", "second"});
     CHECK(r.result.status == exchange_status::ok);
     CHECK(r.sink->body() == "first,second");
-    CHECK(pool->open_connections() == 0);
+    CHECK(open == 0);
   }
   SECTION("a whole answer in one write, more body than the head's read took at once") {
     std::string body(100000, 'x');
-    scripted_worker w{{"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + body}};
-    auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.port(), 8);
-    auto r = run(pool, "/x");
+    auto [r, open] = run_scripted(io, {"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + body});
     CHECK(r.result.status == exchange_status::ok);
     CHECK(r.sink->body() == body);
   }
