@@ -47,7 +47,15 @@ public:
   /// Nothing to watch any more: an armed timer runs out without effect.
   void clear() noexcept { st_->who.reset(); }
 
-  /// The timer is armed (for tests and the inspector).
+  /// Nothing to watch, and the timer stops now (the connection closes).
+  void cancel() {
+    st_->who.reset();
+    if (st_->armed) {
+      st_->timer.cancel();
+    }
+  }
+
+  /// The timer is armed (for tests).
   bool armed() const noexcept { return st_->armed; }
 
 private:

@@ -270,9 +270,7 @@ template <class Stream> void server_session<Stream>::close() {
   }
   closed_ = true;
   watch_.cancel();
-  if (deadline_armed_) {
-    deadline_.cancel();
-  }
+  deadline_.cancel();
   if (auto* s = socket()) {
     error_code ignored;
     s->shutdown(tcp::socket::shutdown_both, ignored);

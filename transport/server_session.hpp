@@ -1,6 +1,7 @@
 #pragma once
 
 #include "transport/http_server.hpp"
+#include "transport/lazy_deadline.hpp"
 #include "transport/response_wire.hpp"
 #include "transport/session_reply.hpp"
 #include "transport/write_backlog.hpp"
@@ -29,6 +30,7 @@ using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 /// one strand. The listener counts it in `conn_stats->open` (it leaves the count when it dies).
 template <class Stream>
 class server_session final : public reply_target,
+                             public lazy_deadline::target,
                              public std::enable_shared_from_this<server_session<Stream>> {
 public:
   server_session(Stream&& stream, std::shared_ptr<const server_options> opts,
@@ -84,8 +86,7 @@ private:
   void accept_request(request&& req, inbound_status status);
   void start_request(request&& req, inbound_status status);
   void expect(waiting what, std::chrono::steady_clock::duration within);
-  void arm_deadline();
-  void on_deadline(error_code ec, std::uint32_t gen);
+  void on_deadline() override;
   std::chrono::steady_clock::duration head_timeout() const;
 
   // -- writing --
@@ -123,16 +124,12 @@ private:
   std::vector<net::const_buffer> buffers_; ///< The current gather write.
   write_backlog backlog_;                  ///< Unwritten bytes; pauses the stream's producer.
   write_watch watch_;                      ///< The write timeout.
-  net::steady_timer deadline_;             ///< The read deadline (see `expect`).
-  std::chrono::steady_clock::time_point deadline_at_;     ///< What `waiting_` must end by.
-  std::chrono::steady_clock::time_point deadline_expiry_; ///< When the armed timer rings.
-  std::uint32_t deadline_gen_ = 0;  ///< Tells the armed wait from ones it superseded.
-  waiting waiting_ = waiting::none; ///< What the deadline bounds.
-  std::size_t head_bytes_ = 0;      ///< Bytes of the current head parsed so far.
-  std::uint64_t seq_ = 0;           ///< Sequence number of the latest response.
-  bool deadline_armed_ = false;
-  bool head_started_ = false; ///< Bytes of the next head arrived.
-  bool aborting_ = false;     ///< Close once the queue is written.
+  lazy_deadline deadline_;                 ///< The read deadline (see `expect`).
+  waiting waiting_ = waiting::none;        ///< What the deadline bounds.
+  std::size_t head_bytes_ = 0;             ///< Bytes of the current head parsed so far.
+  std::uint64_t seq_ = 0;                  ///< Sequence number of the latest response.
+  bool head_started_ = false;              ///< Bytes of the next head arrived.
+  bool aborting_ = false;                  ///< Close once the queue is written.
   bool reading_ = false;
   bool writing_ = false;
   bool closed_ = false;

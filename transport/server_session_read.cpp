@@ -189,6 +189,7 @@ template <class Stream> void server_session<Stream>::on_read(error_code ec) {
   }
   reading_ = false;
   waiting_ = waiting::none; // a request to answer: nothing waited for until its response ends
+  deadline_.clear();
   trim_after_body(buffer_);
   accept_request(parser_->release(), inbound_status::complete);
   do_read();
@@ -265,39 +266,18 @@ void server_session<Stream>::start_request(request&& req, inbound_status status)
 
 // One timer bounds what the connection waits for: the first head (from the accept, TLS
 // handshake included), an idle keep-alive connection's next request, a head whose first bytes
-// arrived, the body of a request. Moving the deadline later costs a store: the timer, when it
-// rings early, re-arms itself for the deadline then in force. It is re-armed at once only to
-// ring sooner: when a kept-alive connection's next head starts and does not arrive whole.
+// arrived, the body of a request. It is a `lazy_deadline`: moving the deadline later costs a
+// store, and the timer is re-armed at once only to ring sooner (when a kept-alive connection's
+// next head starts and does not arrive whole).
 template <class Stream>
 void server_session<Stream>::expect(waiting what, std::chrono::steady_clock::duration within) {
   waiting_ = what;
-  deadline_at_ = std::chrono::steady_clock::now() + within;
-  if (!deadline_armed_ || deadline_at_ < deadline_expiry_) {
-    arm_deadline();
-  }
+  deadline_.watch(std::chrono::steady_clock::now() + within, this->weak_from_this());
 }
 
-template <class Stream> void server_session<Stream>::arm_deadline() {
-  deadline_armed_ = true;
-  deadline_expiry_ = deadline_at_;
-  deadline_.expires_at(deadline_at_); // cancels a wait armed for later: it finds a newer gen
-  deadline_.async_wait([weak = this->weak_from_this(), gen = ++deadline_gen_](error_code ec) {
-    if (auto self = weak.lock()) {
-      self->on_deadline(ec, gen);
-    }
-  });
-}
-
-template <class Stream> void server_session<Stream>::on_deadline(error_code ec, std::uint32_t gen) {
-  if (gen != deadline_gen_) {
-    return; // superseded by a wait armed for sooner
-  }
-  deadline_armed_ = false;
-  if (ec || closed_ || waiting_ == waiting::none) {
+template <class Stream> void server_session<Stream>::on_deadline() {
+  if (closed_ || waiting_ == waiting::none) {
     return;
-  }
-  if (std::chrono::steady_clock::now() < deadline_at_) {
-    return arm_deadline(); // the deadline moved on since the timer was armed
   }
   auto what = std::exchange(waiting_, waiting::none);
   if (what == waiting::body || current_ || !(head_started_ || buffer_.size() > 0)) {
@@ -331,8 +311,7 @@ std::chrono::steady_clock::duration server_session<Stream>::head_timeout() const
   template void server_session<S>::accept_request(request&&, inbound_status);                      \
   template void server_session<S>::start_request(request&&, inbound_status);                       \
   template void server_session<S>::expect(waiting, std::chrono::steady_clock::duration);           \
-  template void server_session<S>::arm_deadline();                                                 \
-  template void server_session<S>::on_deadline(boost::system::error_code, std::uint32_t);          \
+  template void server_session<S>::on_deadline();                                                  \
   template std::chrono::steady_clock::duration server_session<S>::head_timeout() const;
 
 TROUPE_SESSION_READING(beast::tcp_stream)
