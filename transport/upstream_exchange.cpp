@@ -329,9 +329,7 @@ void upstream_exchange::read_body() {
   // an asynchronous read, which Beast completes with a posted handler when it needs no I/O (a
   // reactor pass more per request).
   while (conn_->buffer.size() > 0 && !parser_->is_done() && !paused_) {
-    auto& body = parser_->get().body();
-    body.data = chunk_.get();
-    body.size = chunk_size_;
+    offer_chunk();
     beast::error_code ec;
     auto used = parser_->put(conn_->buffer.data(), ec);
     conn_->buffer.consume(used);
@@ -374,10 +372,14 @@ bool upstream_exchange::take_piece(beast::error_code ec) {
   return true;
 }
 
-void upstream_exchange::do_read_body() {
+void upstream_exchange::offer_chunk() {
   auto& body = parser_->get().body();
   body.data = chunk_.get();
   body.size = chunk_size_;
+}
+
+void upstream_exchange::do_read_body() {
+  offer_chunk();
   auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     handler_tail tail; // the owner's actor hears of the end once this read is done
     if (!self->take_piece(ec)) {
@@ -395,8 +397,8 @@ exchange_status upstream_exchange::classify(beast::error_code ec) const {
   if (cancelled_) {
     return exchange_status::cancelled;
   }
-  if (timed_out_ || ec == beast::error::timeout) {
-    return exchange_status::timeout;
+  if (timed_out_) {
+    return exchange_status::timeout; // its operation was aborted by the connection's deadline
   }
   return exchange_status::broken;
 }

@@ -125,6 +125,8 @@ private:
   void do_read_head();
   void read_body();
   void do_read_body();
+  /// Gives the parser `chunk_`, empty, for the next piece of the body.
+  void offer_chunk();
   /// Hands the body piece the parser just put in `chunk_` to the sink; false when the
   /// exchange ended (the sink refused it, or `ec` is a failure).
   bool take_piece(beast::error_code ec);
