@@ -75,6 +75,7 @@ private:
   // -- reading (server_session_read.cpp) --
   void do_read();
   void read_head();
+  template <class F> void run_read_handler(F&& f);
   void on_read_some(error_code ec, std::size_t n);
   bool parse_head(error_code& ec);
   void on_header(error_code ec);
@@ -134,7 +135,9 @@ private:
   bool writing_ = false;
   bool closed_ = false;
   bool stop_reading_ = false;
-  bool response_ending_ = false; ///< The current response is queued completely.
+  bool response_ending_ = false;    ///< The current response is queued completely.
+  bool in_read_handler_ = false;    ///< In a read handler's own work (`run_read_handler`).
+  bool read_after_handler_ = false; ///< Start the next read once that handler's tail ran.
 };
 
 } // namespace troupe::transport

@@ -70,9 +70,25 @@ template <class Stream> void server_session<Stream>::read_head() {
   }
   stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, 64 * 1024)),
                           [self = this->shared_from_this()](error_code ec, std::size_t n) {
-                            handler_tail tail; // the request's actor runs once this read is done
-                            self->on_read_some(ec, n);
+                            self->run_read_handler([&] { self->on_read_some(ec, n); });
                           });
+}
+
+// A read handler's work `f`, in a handler tail: the request it completes reaches its actor
+// (and through it, its worker) when `f` is done, and only then does the session start reading
+// the next request (`on_read` leaves that to here). That read usually finds nothing yet (an
+// EAGAIN `recv`); done first, it would delay the worker's send by a system call per request.
+template <class Stream> template <class F> void server_session<Stream>::run_read_handler(F&& f) {
+  {
+    handler_tail tail;
+    in_read_handler_ = true;
+    f();
+    in_read_handler_ = false;
+  } // the request's actor ran here, unless an enclosing tail runs it
+  if (std::exchange(read_after_handler_, false)) {
+    handler_tail tail; // for the actor of a pipelined request found in the buffer
+    do_read();
+  }
 }
 
 template <class Stream> void server_session<Stream>::on_read_some(error_code ec, std::size_t n) {
@@ -178,8 +194,7 @@ template <class Stream> void server_session<Stream>::read_body() {
   make_room_for_body(buffer_, parser_->content_length_remaining());
   http::async_read(stream_, buffer_, *parser_,
                    [self = this->shared_from_this()](error_code ec, std::size_t) {
-                     handler_tail tail; // the request's actor runs once this read is done
-                     self->on_read(ec);
+                     self->run_read_handler([&] { self->on_read(ec); });
                    });
 }
 
@@ -192,6 +207,10 @@ template <class Stream> void server_session<Stream>::on_read(error_code ec) {
   deadline_.clear();
   trim_after_body(buffer_);
   accept_request(parser_->release(), inbound_status::complete);
+  if (in_read_handler_) {
+    read_after_handler_ = true; // once the request's actor ran (run_read_handler)
+    return;
+  }
   do_read();
 }
 
