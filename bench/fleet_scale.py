@@ -10,7 +10,10 @@ p50 and p99, the ratio to the smallest fleet of the same round, the time to regi
 --churn R, each measurement is repeated while a thread adds and removes workers at R operations
 per second (half adds, half removes), counting requests that failed. It also records the
 gateway's CPU time per request (user + system, /proc): on a shared machine requests/s follows
-what the neighbours leave of the cores, CPU per request much less.
+what the neighbours leave of the cores, CPU per request much less; and the TCP segments the
+machine sent per request (4 when every ACK rides on data). With --profile N, the gateway is
+sampled (`perf record`, user and kernel) during each c=64 run and its N costliest functions
+listed in µs per request.
 
 The gateway is pinned to --gateway-cpu, nginx and wrk to --load-cpus (taskset), as the issue's
 measurements were.
@@ -22,7 +25,8 @@ each build given (--builds build /tmp/base: before/after in one run, interleaved
 Usage: bench/fleet_scale.py [--workers 4 500 2000 4000] [--policies round_robin ...]
            [--rounds 3] [--duration 5] [--warmup S] [--concurrency 1 64] [--register flag|post]
            [--churn 50] [--build build] [--builds b1 b2] [--register-only] [--json out.json]
-Needs wrk, nginx and taskset (scripts/install-deps.sh).
+           [--profile N]
+Needs wrk, nginx and taskset (scripts/install-deps.sh); perf for --profile.
 """
 
 import argparse
@@ -231,6 +235,15 @@ def cpu_seconds(pid):
     return sum(cpu_times(pid))
 
 
+def tcp_out_segments():
+    """TCP segments sent by this machine so far (/proc/net/snmp's Tcp OutSegs): on loopback, a
+    request through the gateway is four (two requests, two answers) when every ACK rides on
+    data."""
+    with open("/proc/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("OutSegs")])
+
+
 def parse_wrk(out):
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     total = int(re.search(r"(\d+) requests in", out).group(1))
@@ -245,21 +258,45 @@ def parse_wrk(out):
             "socket_errors": sum(int(x) for x in socket_errors.groups()) if socket_errors else 0}
 
 
-def run_wrk(port, conc, duration, script, cpus, pid=None):
+def run_wrk(port, conc, duration, script, cpus, pid=None, profile=None):
     """wrk's figures; with the gateway's `pid`, also the gateway's CPU time per request (µs):
-    on a shared machine throughput follows what the neighbours leave, CPU per request less so."""
+    on a shared machine throughput follows what the neighbours leave, CPU per request less so.
+    With `profile` (a file name), the gateway is sampled meanwhile (`perf record`, user and
+    kernel)."""
     threads = 1 if conc == 1 else 2
     cmd = ["taskset", "-c", cpus, "wrk", "-t", str(threads), "-c", str(conc),
            "-d", f"{duration}s", "--latency", "-s", script, f"http://127.0.0.1:{port}"]
     cpu0 = cpu_times(pid) if pid else (0, 0)
+    segs0 = tcp_out_segments()
+    perf = None
+    if profile and pid:
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-p",
+                                 str(pid), "-o", profile], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    if perf:
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
     res = parse_wrk(out)
+    res["segments"] = (tcp_out_segments() - segs0) / max(res["requests"], 1)
     if pid:
         user, system = (b - a for a, b in zip(cpu0, cpu_times(pid)))
         n = max(res["requests"], 1)
         res["cpu_us"] = (user + system) * 1e6 / n
         res["sys_us"] = system * 1e6 / n  # of which in the kernel
     return res
+
+
+def profile_top(data, requests, top):
+    """The `top` symbols of a `perf record` file by samples, as µs per request (a sample is
+    1/4999 s of CPU), kernel symbols marked [k]."""
+    out = subprocess.run(["perf", "report", "-i", data, "--stdio", "-n", "--sort", "sym",
+                          "--percent-limit", "0.3"], capture_output=True, text=True).stdout
+    rows = []
+    for m in re.finditer(r"^\s+[\d.]+%\s+(\d+)\s+\[([k.])\]\s+(.+?)\s*$", out, re.M):
+        us = int(m.group(1)) / 4999 * 1e6 / max(requests, 1)
+        rows.append((us, ("[k] " if m.group(2) == "k" else "") + m.group(3)[:90]))
+    return rows[:top]
 
 
 def main():
@@ -285,9 +322,12 @@ def main():
     ap.add_argument("--builds", nargs="+",
                     help="several build directories, each measured in every round")
     ap.add_argument("--json", help="also write the raw results here")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="sample the gateway (perf record) during each c=64 run and list its N "
+                         "costliest functions, user and kernel, in µs per request")
     args = ap.parse_args()
 
-    for tool in ("wrk", "taskset"):
+    for tool in ("wrk", "taskset") + (("perf",) if args.profile else ()):
         if not shutil.which(tool):
             sys.exit(f"{tool} is missing: run scripts/install-deps.sh")
     builds = args.builds or [args.build]
@@ -327,8 +367,13 @@ def main():
                            "routable_s": gw.routable_s, "rss_mb": gw.rss,
                            "rss_empty_mb": gw.rss_empty}
                     for c in args.concurrency:
+                        data = os.path.join(tmp, "perf.data") if args.profile and c == 64 \
+                            else None
                         row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
-                                               args.load_cpus, gw.proc.pid)
+                                               args.load_cpus, gw.proc.pid, data)
+                        if data:
+                            row["profile"] = profile_top(data, row[f"c{c}"]["requests"],
+                                                         args.profile)
                         if args.churn:
                             churn = Churn(gw.port, spare_urls, args.churn)
                             churn.start()
@@ -349,7 +394,7 @@ def main():
                     r = row[f"c{c}"]
                     line += f" | c={c} {r['rps']:8.0f} req/s p50 {r['p50_ms']:.3f} " \
                             f"p99 {r['p99_ms']:.3f} cpu {r['cpu_us']:.1f} us/req " \
-                            f"(sys {r.get('sys_us', 0):.1f})"
+                            f"(sys {r.get('sys_us', 0):.1f}) tcp segs {r['segments']:.2f}"
                     if r["non2xx"] or r["socket_errors"]:
                         line += f" ERR {r['non2xx']}+{r['socket_errors']}"
                     if args.churn:
@@ -358,6 +403,8 @@ def main():
                                 f" ({ch['churn_ops']} ops, {ch['non2xx']} non-2xx," \
                                 f" {ch['socket_errors']} socket errors)"
                 print(line, flush=True)
+                for us, sym in row.get("profile", []):
+                    print(f"    {us:6.2f} us/req  {sym}", flush=True)
 
         print_summary(args, results)
         if args.json:

@@ -114,14 +114,12 @@ def segments(events, upstream_port, peers):
         if not name_fd:
             continue
         name, fd = name_fd
-        if name in WAIT:
-            marks.append((t, "woken"))
-        elif fd in peers and (name in SEND or (name in RECV and arg > 0)):
+        if fd in peers and (name in SEND or (name in RECV and arg > 0)):
             side = "up" if peers[fd] == upstream_port else "client"
             marks.append((t, f"{side}_{'sent' if name in SEND else 'recv'}"))
     order = ("up_send", "up_sent", "up_recv", "client_send", "client_sent")
     out = {k: [] for k in ("in", "up send", "worker", "out", "client send", "client", "cycle",
-                           "tail")}
+                           "worker tail", "tail")}
     i = 0
     while i < len(marks):
         if marks[i][1] != "client_recv":
@@ -143,6 +141,8 @@ def segments(events, upstream_port, peers):
         if nxt is None:
             break
         wait = next((t for t, m in marks[j:nxt] if m == "wait"), None)
+        up_sent_at = next(k for k in range(i, j) if marks[k][1] == "up_sent")
+        up_wait = next((t for t, m in marks[up_sent_at:j] if m == "wait"), None)
         t0, t1 = marks[i][0], marks[nxt][0]
         out["in"].append(seq["up_send"] - t0)
         out["up send"].append(seq["up_sent"] - seq["up_send"])
@@ -153,6 +153,8 @@ def segments(events, upstream_port, peers):
         out["cycle"].append(t1 - t0)
         if wait is not None:
             out["tail"].append(wait - seq["client_sent"])
+        if up_wait is not None:
+            out["worker tail"].append(up_wait - seq["up_sent"])
         i = nxt
     return out
 
@@ -218,7 +220,8 @@ def main():
                       file=sys.stderr)
         print(f"{'µs per request':<16}" + "".join(f"{n + ' p50':>12}{n + ' p90':>12}"
                                                   for n in ports))
-        for k in ("in", "up send", "worker", "out", "client send", "client", "cycle", "tail"):
+        for k in ("in", "up send", "worker", "out", "client send", "client", "cycle",
+                  "worker tail", "tail"):
             row = f"{k:<16}"
             for name in ports:
                 v = sorted(stats[name][k]) or [0.0]
