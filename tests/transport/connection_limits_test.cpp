@@ -196,3 +196,24 @@ TEST_CASE("connections over max_connections are closed at once; the others go on
   next.send_raw("GET /n HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(next.read().result_int() == 200);
 }
+
+TEST_CASE("a large body that stops coming is cut at the idle timeout without an answer") {
+  // The direct read of a large body (server_session::read_body_direct) is bounded by the same
+  // deadline as a body read through the parser.
+  io_thread io;
+  auto o = options();
+  o.idle_timeout = 1s;
+  o.body_limit = 1 << 20;
+  limit_server s{io, o};
+  test_client c{s.server.port()};
+  c.send_raw("POST /stalled HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" +
+             std::string(20'000, 'x'));
+  auto started = std::chrono::steady_clock::now();
+  CHECK(read_to_close(c).empty());
+  auto waited = std::chrono::steady_clock::now() - started;
+  CHECK(waited >= 900ms);
+  CHECK(waited < 3s);
+  test_client next{s.server.port()};
+  next.send_raw("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(next.read().result_int() == 200);
+}
