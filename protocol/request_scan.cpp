@@ -10,6 +10,11 @@
 #include <emmintrin.h>
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TROUPE_SCAN_AVX2 1
+#endif
+
 namespace troupe::protocol {
 
 std::string_view describe(json_kind k) noexcept {
@@ -35,6 +40,32 @@ std::string_view describe(json_kind k) noexcept {
 }
 
 namespace {
+
+#if defined(TROUPE_SCAN_AVX2)
+/// Thirty-two bytes at a time up to the first quote, backslash, control or non-ASCII byte of a
+/// string, or to fewer than 32 bytes before `end` (the caller's loops go on from there). Built
+/// for AVX2 whatever the build's target; called only where the CPU has it (`has_avx2`): a
+/// 100 KB prompt is ~10% of the gateway's time in this scan.
+__attribute__((target("avx2"))) const char* skip_plain_avx2(const char* q, const char* end) {
+  const __m256i quote = _mm256_set1_epi8('"');
+  const __m256i backslash = _mm256_set1_epi8('\\');
+  const __m256i space = _mm256_set1_epi8(0x20);
+  while (end - q >= 32) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    // A signed compare: below 0x20 are the control bytes and, negative, the non-ASCII ones.
+    __m256i special = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
+        _mm256_cmpgt_epi8(space, v));
+    if (auto mask = static_cast<unsigned>(_mm256_movemask_epi8(special))) {
+      return q + __builtin_ctz(mask);
+    }
+    q += 32;
+  }
+  return q;
+}
+
+const bool has_avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+#endif
 
 /// Deeper nesting is refused: no engine accepts it either, and it bounds the recursion.
 constexpr int max_depth = 512;
@@ -227,6 +258,11 @@ private:
     while (p_ != end_) {
       // Plain ASCII runs (the bulk of any prompt) need no look beyond the table.
       const char* q = p_; // a local: stores through `char*` may alias the member
+#if defined(TROUPE_SCAN_AVX2)
+      if (has_avx2) {
+        q = skip_plain_avx2(q, end_);
+      }
+#endif
 #if defined(__SSE2__)
       // Sixteen bytes at a time up to the first quote, backslash, control or non-ASCII byte (a
       // signed compare with 0x20 finds both of the last two).

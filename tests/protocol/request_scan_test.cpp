@@ -60,6 +60,10 @@ TEST_CASE("the scanner accepts exactly the JSON objects nlohmann accepts (mutati
       "{\"c\":\"0123456789abcdef\\u00e9 0123456789abcde\\\"0123456789abcdef\\\\ "
       "0123456789ab\xc3\xa9"
       "0123456789abcdef0123456789abcde\"}",
+      // The same past thirty-two- and sixty-four-byte boundaries (the AVX2 loop's).
+      "{\"d\":\"0123456789abcdef0123456789abcde\\\"0123456789abcdef0123456789abcdef"
+      "0123456789abcdef0123456789abcd\xc3\xa9"
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\\\\x\"}",
   };
   std::mt19937 rng{42};
   const std::string alphabet = "{}[]\":,.-+eE0123456789tfnulrsa \\/\x01\x80\xc3\xff";
@@ -89,7 +93,31 @@ TEST_CASE("the scanner accepts exactly the JSON objects nlohmann accepts (mutati
       ++checked;
     }
   }
-  CHECK(checked == 18000);
+  CHECK(checked == 21000);
+}
+
+TEST_CASE("a special byte at any place of a long string is seen, as nlohmann sees it") {
+  // Each of a quote, a backslash escape, a control byte, a non-ASCII character and an invalid
+  // byte at every offset of a 150-byte string: the wide loops must stop at each of them.
+  const std::vector<std::string> specials = {"\\\"", "\\n", "\x01", "\x1f", "\xc3\xa9",
+                                             "\xe2\x82\xac", "\xff", "\x80", "\""};
+  int checked = 0;
+  for (const auto& special : specials) {
+    for (std::size_t at = 0; at <= 150; ++at) {
+      std::string text(150, 'a');
+      text.insert(at, special);
+      std::string body = R"({"prompt":")" + text + R"(","model":"m"})";
+      auto scan = scan_request(body);
+      bool theirs = nlohmann::json::accept(body);
+      INFO("special " << checked << " at " << at);
+      REQUIRE(!scan.error.has_value() == theirs);
+      if (theirs) {
+        REQUIRE(scan.facts.model == std::optional<std::string>{"m"});
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked == 9 * 151);
 }
 
 TEST_CASE("escaped model names are decoded; watched fields report kind, value and emptiness") {
