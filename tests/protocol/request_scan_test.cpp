@@ -99,7 +99,7 @@ TEST_CASE("the scanner accepts exactly the JSON objects nlohmann accepts (mutati
 TEST_CASE("a special byte at any place of a long string is seen, as nlohmann sees it") {
   // Each of a quote, a backslash escape, a control byte, a non-ASCII character and an invalid
   // byte at every offset of a 150-byte string: the wide loops must stop at each of them.
-  const std::vector<std::string> specials = {"\\\"", "\\n", "\x01", "\x1f", "\xc3\xa9",
+  const std::vector<std::string> specials = {"\\\"",         "\\n",  "\x01", "\x1f", "\xc3\xa9",
                                              "\xe2\x82\xac", "\xff", "\x80", "\""};
   int checked = 0;
   for (const auto& special : specials) {
