@@ -81,7 +81,6 @@ private:
   void on_header(error_code ec);
   bool parse_buffered();
   void read_body();
-  void read_body_direct(std::size_t rest);
   void on_read(error_code ec);
   void on_read_error(error_code ec);
   void refuse(inbound_status status, request&& req);

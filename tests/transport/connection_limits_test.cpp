@@ -203,7 +203,7 @@ TEST_CASE("connections over max_connections are closed at once; the others go on
 }
 
 TEST_CASE("a large body that stops coming is cut at the idle timeout without an answer") {
-  // The direct read of a large body (server_session::read_body_direct) is bounded by the same
+  // The direct read of a large body (server_session::read_body) is bounded by the same
   // deadline as a body read through the parser.
   io_thread io;
   auto o = options();

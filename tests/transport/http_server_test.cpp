@@ -223,7 +223,7 @@ std::string patterned(std::size_t n) {
 
 TEST_CASE("a large body sent in pieces arrives whole, and the request pipelined behind it next") {
   // A body of known length with more than 16 KB still to come after its head is read straight
-  // into the request (server_session::read_body_direct), not through the parser.
+  // into the request (server_session::read_body), not through the parser.
   io_thread io;
   echo_server s{io, 1 << 20};
   test_client c{s.server.port()};
