@@ -27,6 +27,11 @@ struct gateway_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 30000;
   unsigned io_threads = 1;
+  /// How long an io thread polls for work before it sleeps (`--busy-poll-us`,
+  /// transport/io_loop.hpp); 0: it sleeps at once.
+  std::chrono::microseconds busy_poll{50};
+  /// `--busy-poll-us` was given: kept under a CPU quota too (else busy polling is off there).
+  bool busy_poll_given = false;
 
   // -- workers --
   std::vector<std::string> worker_urls;

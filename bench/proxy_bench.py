@@ -9,7 +9,10 @@ with `listen ssl` (`nginx_tls`); both still reach the simulator over plain HTTP.
 connections, so this measures TLS on kept-alive connections (record encryption), not handshakes.
 
 With --baseline-bin PATH, another troupe binary (say, built at the commit before a change) runs
-as target `baseline` next to the current one, with the same flags.
+as target `baseline` next to the current one, with the same flags. With --baseline-flag FLAG
+(repeatable), the baseline gets FLAG too (after the common flags), and is the same binary
+unless --baseline-bin says otherwise: `--baseline-flag=--busy-poll-us=0` measures troupe
+with busy polling off beside troupe at its default.
 
 Troupe runs at its default log level (info: one line per request), logging into a file, as a
 production deployment would; nginx runs without an access log. `cpu us/req` is the CPU time
@@ -17,7 +20,8 @@ production deployment would; nginx runs without an access log. `cpu us/req` is t
 simulator's for `direct`, nginx's master and worker for nginx.
 
 Usage: bench/proxy_bench.py [--rounds 3] [--duration 5] [--concurrency 1 64] [--build build]
-                            [--tls] [--baseline-bin PATH] [--troupe-log-level LEVEL]
+                            [--tls] [--baseline-bin PATH] [--baseline-flag FLAG]
+                            [--troupe-log-level LEVEL]
 Needs wrk and nginx (scripts/install-deps.sh installs both), and openssl for --tls.
 """
 
@@ -174,6 +178,9 @@ def main():
     ap.add_argument("--baseline-bin",
                     help="another troupe binary (e.g. of the commit before a change), measured "
                          "side by side as target `baseline`")
+    ap.add_argument("--baseline-flag", action="append", default=[],
+                    help="extra flag for the baseline only (repeatable); without --baseline-bin "
+                         "the baseline is the same troupe binary")
     ap.add_argument("--tls", action="store_true",
                     help="also measure troupe and nginx terminating TLS with the same certificate")
     ap.add_argument("--troupe-log-level",
@@ -187,6 +194,8 @@ def main():
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     sim_bin = os.path.join(args.build, "apps", "troupe-sim", "troupe-sim")
     troupe_bin = os.path.join(args.build, "apps", "troupe", "troupe")
+    if args.baseline_flag and not args.baseline_bin:
+        args.baseline_bin = troupe_bin
 
     tmp = tempfile.mkdtemp(prefix="troupe-bench-")
     procs = []
@@ -218,7 +227,7 @@ def main():
             procs.append(subprocess.Popen(
                 [args.baseline_bin, "--port", str(baseline_port), "--worker-urls",
                  f"http://127.0.0.1:{sim_port}", "--prometheus-port", "0"] + log_flags
-                + args.troupe_flag,
+                + args.troupe_flag + args.baseline_flag,
                 stdout=baseline_log, stderr=subprocess.STDOUT))
             pids["baseline"] = procs[-1].pid
             wait_http(f"http://127.0.0.1:{baseline_port}/readiness")

@@ -44,6 +44,7 @@ struct metrics::impl {
       std::make_shared<detail::client_flow_gauges>();
   std::shared_ptr<detail::connection_gauges> connections =
       std::make_shared<detail::connection_gauges>();
+  std::shared_ptr<detail::io_loop_gauges> io_loops = std::make_shared<detail::io_loop_gauges>();
 
   // HTTP
   prom::Family<prom::Counter>& http_requests =
@@ -352,9 +353,13 @@ void metrics::watch_connections(std::shared_ptr<const transport::connection_stat
   impl_->connections->watch(std::move(stats));
 }
 
+void metrics::watch_io_loops(std::shared_ptr<const transport::io_loop_stats> stats) {
+  impl_->io_loops->watch(std::move(stats));
+}
+
 std::vector<std::shared_ptr<prometheus::Collectable>> metrics::collectables() const {
-  return {impl_->registry,    impl_->workers,     impl_->system,
-          impl_->client_flow, impl_->connections, impl_->admission};
+  return {impl_->registry,    impl_->workers,   impl_->system,  impl_->client_flow,
+          impl_->connections, impl_->admission, impl_->io_loops};
 }
 
 void metrics::watch_admission(std::shared_ptr<const admission_control> admission) {

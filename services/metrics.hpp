@@ -3,6 +3,7 @@
 #include "protocol/worker.hpp"
 #include "transport/connection_stats.hpp"
 #include "transport/flow_control.hpp"
+#include "transport/io_loop_stats.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -182,6 +183,11 @@ public:
   /// `troupe_http_request_header_timeouts_total`, `troupe_http_header_refusals_total{reason}`,
   /// `troupe_tls_handshake_failures_total` (docs/operations.md).
   void watch_connections(std::shared_ptr<const transport::connection_stats> stats);
+
+  /// Reads, at scrape time, what the io threads' loops count about busy polling:
+  /// `troupe_io_busy_poll_spins_total`, `_hits_total`, `_vetoes_total` and `_seconds_total`
+  /// (docs/operations.md).
+  void watch_io_loops(std::shared_ptr<const transport::io_loop_stats> stats);
 
   // -- exposition --
 

@@ -203,4 +203,36 @@ std::vector<prom::MetricFamily> admission_gauges::Collect() const {
   };
 }
 
+std::vector<prom::MetricFamily> io_loop_gauges::Collect() const {
+  std::shared_ptr<const transport::io_loop_stats> stats;
+  {
+    std::lock_guard guard{mx_};
+    stats = stats_;
+  }
+  if (!stats) {
+    return {};
+  }
+  auto counter = [](double v) {
+    prom::ClientMetric m;
+    m.counter.value = v;
+    return std::vector<prom::ClientMetric>{std::move(m)};
+  };
+  auto load = [](auto& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+  using type = prom::MetricType;
+  return {
+      {"troupe_io_busy_poll_spins_total",
+       "Times an io thread ran out of work and polled for up to --busy-poll-us before sleeping",
+       type::Counter, counter(load(stats->spins))},
+      {"troupe_io_busy_poll_hits_total",
+       "Polls that found work before the budget ran out (a sleep and a wake-up saved)",
+       type::Counter, counter(load(stats->hits))},
+      {"troupe_io_busy_poll_vetoes_total",
+       "Times an io thread slept at once instead of polling because other threads waited for "
+       "a CPU",
+       type::Counter, counter(load(stats->vetoes))},
+      {"troupe_io_busy_poll_seconds_total", "CPU time io threads spent polling without work",
+       type::Counter, counter(load(stats->spin_ns) / 1e9)},
+  };
+}
+
 } // namespace troupe::services::detail

@@ -70,6 +70,21 @@ private:
   std::shared_ptr<const transport::client_flow_stats> stats_;
 };
 
+/// The `troupe_io_busy_poll_*` series of the io threads' loops, read when scraped.
+class io_loop_gauges final : public prom::Collectable {
+public:
+  std::vector<prom::MetricFamily> Collect() const override;
+
+  void watch(std::shared_ptr<const transport::io_loop_stats> stats) {
+    std::lock_guard guard{mx_};
+    stats_ = std::move(stats);
+  }
+
+private:
+  mutable std::mutex mx_;
+  std::shared_ptr<const transport::io_loop_stats> stats_;
+};
+
 /// The `troupe_http_connections*`, head-limit and TLS handshake series of the API port, read
 /// from the server's counters when scraped.
 class connection_gauges final : public prom::Collectable {

@@ -65,6 +65,13 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   app.add_option("--port", cfg.port, "HTTP port of the API");
   app.add_option("--io-threads", cfg.io_threads, "Threads running sockets and actors")
       ->check(CLI::Range(1u, 256u));
+  long long busy_poll_us = cfg.busy_poll.count();
+  auto* busy_poll = app.add_option(
+      "--busy-poll-us", busy_poll_us,
+      "Microseconds an io thread keeps polling for work before it sleeps (0: sleep at once). "
+      "Saves the wake-up of an idle CPU (large in virtual machines); never while other "
+      "threads wait for a CPU; off under a CPU quota unless given");
+  busy_poll->check(CLI::Range(0LL, 100000LL));
 
   // -- workers --
   app.add_option("--worker-urls", cfg.worker_urls, "Regular workers, e.g. http://host:8000")
@@ -423,6 +430,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     exit_code = 2;
     return std::nullopt;
   }
+  cfg.busy_poll = std::chrono::microseconds{busy_poll_us};
+  cfg.busy_poll_given = busy_poll->count() > 0;
   cfg.policy_tuning.placement_timeout =
       std::chrono::milliseconds{static_cast<long long>(placement_timeout_ms)};
   cfg.cluster_heartbeat = secs(cluster_heartbeat);

@@ -8,15 +8,35 @@
 #include "gateway/gateway.hpp"
 #include "protocol/type_ids.hpp"
 #include "services/logs.hpp"
+#include "transport/io_loop.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <thread>
+
+namespace {
+
+/// `--busy-poll-us`, but off under a CPU quota unless the flag was given: polling without work
+/// spends the quota the requests need.
+std::chrono::microseconds busy_poll_budget(const troupe::actors::gateway_config& cfg) {
+  if (cfg.busy_poll.count() == 0 || cfg.busy_poll_given) {
+    return cfg.busy_poll;
+  }
+  if (auto quota = troupe::transport::own_cpu_quota()) {
+    troupe::logs::gateway().info(
+        "busy polling off: this process runs under a CPU quota of {:.2f} CPUs "
+        "(--busy-poll-us turns it on)",
+        *quota);
+    return {};
+  }
+  return cfg.busy_poll;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   using namespace troupe;
@@ -80,11 +100,16 @@ int main(int argc, char** argv) {
       }
       node.shutdown([&ioc] { ioc.stop(); });
     });
+    transport::busy_poll_options poll{busy_poll_budget(*cfg), {}};
+    auto io_stats = std::make_shared<transport::io_loop_stats>();
+    if (auto& metrics = node.services()->metrics) {
+      metrics->watch_io_loops(io_stats);
+    }
     std::vector<std::thread> threads;
     for (unsigned i = 1; i < cfg->io_threads; ++i) {
-      threads.emplace_back([&ioc] { ioc.run(); });
+      threads.emplace_back([&] { transport::run_io_loop(ioc, poll, io_stats.get()); });
     }
-    ioc.run();
+    transport::run_io_loop(ioc, poll, io_stats.get());
     for (auto& t : threads) {
       t.join();
     }

@@ -173,6 +173,56 @@ class StartupTest(unittest.TestCase):
                 self.assertIn(f"{what} on 127.0.0.1:{port}", p.stdout + p.stderr)
 
 
+class BusyPollTest(ProcessTestCase):
+    """--busy-poll-us: io threads poll for work before they sleep; counted in /metrics."""
+
+    CHAT = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+
+    def busy_poll_metrics(self, gw):
+        out = {}
+        for line in get(f"http://127.0.0.1:{gw.metrics_port}/metrics").text.splitlines():
+            if line.startswith("troupe_io_busy_poll_"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    def serve_some(self, gw):
+        for _ in range(20):
+            r = post(gw.url + "/v1/chat/completions", json.dumps(self.CHAT),
+                     headers={"Content-Type": "application/json"})
+            self.assertEqual(r.status, 200, r)
+
+    def test_polling_is_counted_and_requests_are_served(self):
+        worker = self.sim()
+        gw = self.gateway("--busy-poll-us", "500", workers=[worker])
+        self.serve_some(gw)
+        m = self.busy_poll_metrics(gw)
+        # Between two requests the io thread ran out of work: it polled, or (on a machine
+        # whose CPUs are all wanted) slept at once and counted the veto.
+        self.assertGreaterEqual(m["troupe_io_busy_poll_spins_total"]
+                                + m["troupe_io_busy_poll_vetoes_total"], 20, m)
+        self.assertLessEqual(m["troupe_io_busy_poll_hits_total"],
+                             m["troupe_io_busy_poll_spins_total"], m)
+        self.assertGreaterEqual(m["troupe_io_busy_poll_seconds_total"], 0, m)
+
+    def test_zero_turns_polling_off(self):
+        worker = self.sim()
+        gw = self.gateway("--busy-poll-us", "0", workers=[worker])
+        self.serve_some(gw)
+        m = self.busy_poll_metrics(gw)
+        self.assertEqual(m["troupe_io_busy_poll_spins_total"], 0, m)
+        self.assertEqual(m["troupe_io_busy_poll_vetoes_total"], 0, m)
+
+    def test_a_budget_out_of_range_is_refused(self):
+        for value in ("-1", "100001", "soon"):
+            with self.subTest(value=value):
+                p = subprocess.run([TROUPE_BIN, "--port", "0", "--prometheus-port", "0",
+                                    "--busy-poll-us", value],
+                                   capture_output=True, text=True, timeout=10)
+                self.assertNotEqual(p.returncode, 0, p)
+                self.assertIn("--busy-poll-us", p.stdout + p.stderr)
+
+
 class PolicyTest(ProcessTestCase):
     def fleet(self, policy):
         sims = [self.sim(), self.sim()]

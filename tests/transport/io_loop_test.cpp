@@ -1,0 +1,165 @@
+#include "transport/io_loop.hpp"
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+using namespace troupe::transport;
+using namespace std::chrono_literals;
+namespace net = boost::asio;
+
+namespace {
+
+/// Waits (up to 10 s) until `pred` holds.
+template <class Pred> bool eventually(Pred pred) {
+  for (int i = 0; i < 10000; ++i) {
+    if (pred()) {
+      return true;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return pred();
+}
+
+} // namespace
+
+TEST_CASE("the io loop runs every handler and returns when the work runs out") {
+  for (auto budget : {0us, 200us}) {
+    net::io_context ioc{1};
+    int ran = 0;
+    for (int i = 0; i < 5; ++i) {
+      net::post(ioc, [&] { ++ran; });
+    }
+    net::steady_timer timer{ioc, 20ms};
+    timer.async_wait([&](auto) { ++ran; });
+    io_loop_stats stats;
+    run_io_loop(ioc, {budget, [] { return false; }}, &stats);
+    CHECK(ran == 6);
+    CHECK(ioc.stopped());
+    if (budget == 0us) {
+      CHECK(stats.spins == 0); // a plain run: no polling at all
+    } else {
+      // The wait for the timer began with a poll of at most the budget, then a sleep.
+      CHECK(stats.spins >= 1);
+      CHECK(stats.spin_ns >= 1);
+    }
+  }
+}
+
+TEST_CASE("work that arrives while the io loop polls is taken without sleeping") {
+  net::io_context ioc{1};
+  auto guard = net::make_work_guard(ioc);
+  io_loop_stats stats;
+  std::atomic<bool> ran{false};
+  // A budget far longer than the test: the loop is still polling when the work comes.
+  std::thread loop{[&] {
+    run_io_loop(ioc, {std::chrono::seconds(30), [] { return false; }}, &stats);
+  }};
+  // Nothing is ready: the loop begins to poll (and counts it).
+  REQUIRE(eventually([&] { return stats.spins.load() == 1; }));
+  std::this_thread::sleep_for(20ms);
+  net::post(ioc, [&] { ran = true; });
+  REQUIRE(eventually([&] { return ran.load(); }));
+  REQUIRE(eventually([&] { return stats.hits.load() == 1; }));
+  CHECK(stats.vetoes == 0);
+  guard.reset();
+  ioc.stop();
+  loop.join();
+}
+
+TEST_CASE("the io loop sleeps at once while other threads wait for a CPU") {
+  net::io_context ioc{1};
+  auto guard = net::make_work_guard(ioc);
+  io_loop_stats stats;
+  std::atomic<int> ran{0};
+  std::atomic<int> asked{0};
+  std::thread loop{[&] {
+    run_io_loop(ioc,
+                {std::chrono::seconds(30),
+                 [&] {
+                   ++asked;
+                   return true;
+                 }},
+                &stats);
+  }};
+  for (int i = 1; i <= 3; ++i) {
+    REQUIRE(eventually([&] { return asked.load() >= i; }));
+    net::post(ioc, [&] { ++ran; });
+    REQUIRE(eventually([&] { return ran.load() == i; })); // woken from its sleep
+  }
+  CHECK(stats.spins == 0);
+  CHECK(stats.hits == 0);
+  CHECK(stats.vetoes >= 3);
+  guard.reset();
+  ioc.stop();
+  loop.join();
+}
+
+TEST_CASE("a stopped io context ends the io loop, polling or asleep") {
+  for (bool veto : {false, true}) {
+    net::io_context ioc{1};
+    auto guard = net::make_work_guard(ioc);
+    io_loop_stats stats;
+    std::thread loop{[&] {
+      run_io_loop(ioc, {std::chrono::seconds(30), [veto] { return veto; }}, &stats);
+    }};
+    std::this_thread::sleep_for(20ms);
+    ioc.stop();
+    loop.join(); // returns: the test would hang otherwise
+    CHECK(ioc.stopped());
+  }
+}
+
+TEST_CASE("the runnable-thread count is read from /proc/loadavg's fourth field") {
+  CHECK(runnable_threads("0.52 0.61 0.70 3/412 12345\n") == 3u);
+  CHECK(runnable_threads("1.09 1.18 1.08 12/84 21083") == 12u);
+  CHECK_FALSE(runnable_threads(""));
+  CHECK_FALSE(runnable_threads("0.52 0.61 0.70"));
+  CHECK_FALSE(runnable_threads("0.52 0.61 0.70 x/412 1"));
+  CHECK_FALSE(runnable_threads("0.52 0.61 0.70 3 1"));
+}
+
+TEST_CASE("the CPU quota is read from a cgroup cpu.max line") {
+  CHECK(cpu_quota("50000 100000\n") == 0.5);
+  CHECK(cpu_quota("200000 100000") == 2.0);
+  CHECK_FALSE(cpu_quota("max 100000\n"));
+  CHECK_FALSE(cpu_quota("-1 100000")); // cgroup v1's "no quota"
+  CHECK_FALSE(cpu_quota("50000 0"));
+  CHECK_FALSE(cpu_quota(""));
+  CHECK_FALSE(cpu_quota("garbage"));
+}
+
+TEST_CASE("cpu contention: more runnable threads than CPUs means another thread waits") {
+  auto path =
+      std::filesystem::temp_directory_path() / ("troupe-loadavg-" + std::to_string(::getpid()));
+  auto write = [&](const char* line) { std::ofstream{path} << line; };
+  write("0.10 0.20 0.30 2/100 4242\n");
+  {
+    cpu_contention two_cpus{0us, path.string(), 2};
+    CHECK_FALSE(two_cpus.others_waiting()); // this thread and one other: a CPU each
+    write("0.10 0.20 0.30 3/100 4242\n");
+    CHECK(two_cpus.others_waiting()); // read again at once (no interval)
+    write("0.10 0.20 0.30 1/100 4242\n");
+    CHECK_FALSE(two_cpus.others_waiting());
+  }
+  {
+    cpu_contention cached{std::chrono::hours(1), path.string(), 2};
+    CHECK_FALSE(cached.others_waiting()); // the first question reads the file
+    write("0.10 0.20 0.30 9/100 4242\n");
+    CHECK_FALSE(cached.others_waiting()); // then the answer holds for the interval
+  }
+  {
+    write("not a loadavg line\n");
+    cpu_contention unreadable{0us, path.string(), 2};
+    CHECK(unreadable.others_waiting()); // unknown: no spinning
+  }
+  std::filesystem::remove(path);
+  cpu_contention missing{0us, path.string(), 64};
+  CHECK(missing.others_waiting());
+}

@@ -1,0 +1,193 @@
+#include "transport/io_loop.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fcntl.h>
+#include <fstream>
+#include <sched.h>
+#include <sstream>
+#include <unistd.h>
+
+namespace troupe::transport {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// The CPUs this process may run on (its affinity mask), at least 1.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    return std::max(1, CPU_COUNT(&set));
+  }
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+std::string_view next_field(std::string_view& s) {
+  auto start = s.find_first_not_of(" \t\n");
+  if (start == std::string_view::npos) {
+    s = {};
+    return {};
+  }
+  s.remove_prefix(start);
+  auto end = s.find_first_of(" \t\n");
+  auto field = s.substr(0, end);
+  s.remove_prefix(end == std::string_view::npos ? s.size() : end);
+  return field;
+}
+
+template <class T> std::optional<T> number(std::string_view s) {
+  T v{};
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::string read_small_file(const char* path) {
+  std::ifstream in{path};
+  std::ostringstream out;
+  out << in.rdbuf();
+  return in ? out.str() : std::string{};
+}
+
+} // namespace
+
+// -- cpu_contention --
+
+cpu_contention::cpu_contention(std::chrono::microseconds interval)
+    : cpu_contention(interval, "/proc/loadavg", usable_cpus()) {}
+
+cpu_contention::cpu_contention(std::chrono::microseconds interval, const std::string& loadavg_path,
+                               unsigned cpus)
+    : fd_(::open(loadavg_path.c_str(), O_RDONLY | O_CLOEXEC)), cpus_(std::max(1u, cpus)),
+      interval_(interval), checked_(clock::now() - interval - std::chrono::seconds(1)) {}
+
+cpu_contention::~cpu_contention() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
+}
+
+bool cpu_contention::others_waiting() {
+  auto now = clock::now();
+  if (now - checked_ < interval_) {
+    return waiting_;
+  }
+  checked_ = now;
+  waiting_ = true;
+  char buf[128];
+  auto n = fd_ < 0 ? -1 : ::pread(fd_, buf, sizeof(buf), 0);
+  if (n > 0) {
+    if (auto running = runnable_threads({buf, static_cast<std::size_t>(n)})) {
+      // The count includes this thread (it is running): the others fit on the other CPUs.
+      waiting_ = *running > cpus_;
+    }
+  }
+  return waiting_;
+}
+
+// -- the loop --
+
+void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
+                 io_loop_stats* stats) {
+  if (opts.budget.count() <= 0) {
+    ioc.run();
+    return;
+  }
+  std::optional<cpu_contention> contention;
+  auto others_waiting = opts.others_waiting;
+  if (!others_waiting) {
+    contention.emplace();
+    others_waiting = [&contention] { return contention->others_waiting(); };
+  }
+  while (!ioc.stopped()) {
+    if (ioc.poll() > 0) {
+      continue; // ran everything ready; look again
+    }
+    if (ioc.stopped()) {
+      break; // out of work, or stopped
+    }
+    bool found = false;
+    if (others_waiting()) {
+      if (stats) {
+        stats->vetoes.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else {
+      if (stats) {
+        stats->spins.fetch_add(1, std::memory_order_relaxed);
+      }
+      auto start = clock::now();
+      auto until = start + opts.budget;
+      auto now = start;
+      while (now < until && !ioc.stopped()) {
+        if (ioc.poll_one() > 0) {
+          found = true;
+          break;
+        }
+        now = clock::now();
+      }
+      if (stats) {
+        stats->spin_ns.fetch_add(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count(),
+            std::memory_order_relaxed);
+        if (found) {
+          stats->hits.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
+    if (!found) {
+      ioc.run_one(); // block for the next event
+    }
+  }
+}
+
+// -- parsing --
+
+std::optional<unsigned> runnable_threads(std::string_view loadavg) {
+  // "0.52 0.61 0.70 3/412 12345": the fourth field is running/total.
+  for (int i = 0; i < 3; ++i) {
+    if (next_field(loadavg).empty()) {
+      return std::nullopt;
+    }
+  }
+  auto field = next_field(loadavg);
+  auto slash = field.find('/');
+  if (slash == std::string_view::npos) {
+    return std::nullopt;
+  }
+  return number<unsigned>(field.substr(0, slash));
+}
+
+std::optional<double> cpu_quota(std::string_view cpu_max) {
+  auto quota = next_field(cpu_max);
+  auto period = number<double>(next_field(cpu_max));
+  if (quota == "max" || !period || *period <= 0) {
+    return std::nullopt;
+  }
+  auto q = number<double>(quota);
+  if (!q || *q <= 0) {
+    return std::nullopt;
+  }
+  return *q / *period;
+}
+
+std::optional<double> own_cpu_quota() {
+  // cgroup v2 (the unified hierarchy as mounted for this process, e.g. in a container).
+  if (auto v2 = read_small_file("/sys/fs/cgroup/cpu.max"); !v2.empty()) {
+    return cpu_quota(v2);
+  }
+  // cgroup v1: the quota and the period in two files; a quota of -1 is none.
+  auto quota = read_small_file("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+  auto period = read_small_file("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  if (quota.empty() || period.empty()) {
+    return std::nullopt;
+  }
+  std::string_view q = quota;
+  std::string_view p = period;
+  return cpu_quota(std::string(next_field(q)) + " " + std::string(next_field(p)));
+}
+
+} // namespace troupe::transport

@@ -1,0 +1,73 @@
+#pragma once
+
+// The loop an io thread runs: `io_context::run`, with bounded busy polling. When the thread runs
+// out of ready work it keeps polling the reactor (a non-blocking `epoll_wait`) for up to a
+// budget before it blocks in the kernel. A thread that blocks leaves its CPU idle, and waking an
+// idle CPU is slow: inside a virtual machine a halted vCPU is woken through the host, which on
+// the machines of docs/performance.md costs more than the gateway's own work on a request.
+// HAProxy's `busy-polling` does the same for the same reason, spinning always; this spins only for
+// a budget after the last event, and not at all while other threads wait for a CPU (the spin would
+// take theirs), nor, by default, under a CPU quota (it would burn quota).
+
+#include "transport/io_loop_stats.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace troupe::transport {
+
+/// Whether another thread of the machine waits for a CPU that a spinning thread would take.
+/// Reads the number of runnable threads in `/proc/loadavg` at most once per `interval` (a
+/// `pread` of ~60 bytes) and compares it with the CPUs this process may run on: the count
+/// includes the asking thread, so more runnable threads than CPUs means someone waits.
+class cpu_contention {
+public:
+  explicit cpu_contention(std::chrono::microseconds interval = std::chrono::milliseconds(1));
+  /// Reads `loadavg_path` instead, for a machine of `cpus` CPUs (tests).
+  cpu_contention(std::chrono::microseconds interval, const std::string& loadavg_path,
+                 unsigned cpus);
+  ~cpu_contention();
+  cpu_contention(const cpu_contention&) = delete;
+  cpu_contention& operator=(const cpu_contention&) = delete;
+
+  /// True when spinning now would take a CPU another runnable thread wants, or when the
+  /// machine's state cannot be read (no spinning without knowing).
+  bool others_waiting();
+
+private:
+  int fd_ = -1;
+  unsigned cpus_ = 1;
+  std::chrono::microseconds interval_;
+  std::chrono::steady_clock::time_point checked_{};
+  bool waiting_ = true;
+};
+
+/// How an io loop polls before it blocks.
+struct busy_poll_options {
+  /// Longest poll without work before blocking; 0: block at once (plain `io_context::run`).
+  std::chrono::microseconds budget{0};
+  /// Asked before each spin: true blocks at once. Empty: `cpu_contention` (the default).
+  std::function<bool()> others_waiting;
+};
+
+/// Runs `ioc` on the calling thread until it is stopped or runs out of work, as
+/// `io_context::run` does, polling for up to `opts.budget` whenever no handler is ready before
+/// blocking. Several threads may run it on one `io_context`. `stats` may be null.
+void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts, io_loop_stats* stats);
+
+/// The runnable-thread count of a `/proc/loadavg` line (its fourth field's numerator), or
+/// nullopt when the line has no such field.
+std::optional<unsigned> runnable_threads(std::string_view loadavg);
+
+/// The CPU quota of a cgroup v2 `cpu.max` line (`QUOTA PERIOD`, or `max PERIOD` for none) in
+/// CPUs, or nullopt when there is no quota (or the line is not one).
+std::optional<double> cpu_quota(std::string_view cpu_max);
+
+/// The CPU quota of this process's cgroup (`/sys/fs/cgroup/cpu.max`), if it has one.
+std::optional<double> own_cpu_quota();
+
+} // namespace troupe::transport

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace troupe::transport {
+
+/// What the io threads' loops count (relaxed atomics, read by the metrics exporter).
+struct io_loop_stats {
+  /// Times a loop ran out of work and began polling instead of blocking.
+  std::atomic<std::uint64_t> spins{0};
+  /// Of those, the ones that found work before the budget ran out (a wake-up saved).
+  std::atomic<std::uint64_t> hits{0};
+  /// Times a loop ran out of work and blocked at once because other threads wanted a CPU.
+  std::atomic<std::uint64_t> vetoes{0};
+  /// Time spent polling without work, in nanoseconds.
+  std::atomic<std::uint64_t> spin_ns{0};
+};
+
+} // namespace troupe::transport
