@@ -4,7 +4,6 @@
 #include <charconv>
 #include <fcntl.h>
 #include <fstream>
-#include <sched.h>
 #include <sstream>
 #include <unistd.h>
 
@@ -14,14 +13,9 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// The CPUs this process may run on (its affinity mask), at least 1.
-unsigned usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    return std::max(1, CPU_COUNT(&set));
-  }
-  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+/// The machine's online CPUs, at least 1: what `/proc/loadavg`'s runnable count is shared by.
+unsigned online_cpus() {
+  return static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 std::string_view next_field(std::string_view& s) {
@@ -58,7 +52,7 @@ std::string read_small_file(const char* path) {
 // -- cpu_contention --
 
 cpu_contention::cpu_contention(std::chrono::microseconds interval)
-    : cpu_contention(interval, "/proc/loadavg", usable_cpus()) {}
+    : cpu_contention(interval, "/proc/loadavg", online_cpus()) {}
 
 cpu_contention::cpu_contention(std::chrono::microseconds interval, const std::string& loadavg_path,
                                unsigned cpus)

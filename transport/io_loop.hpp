@@ -22,8 +22,10 @@ namespace troupe::transport {
 
 /// Whether another thread of the machine waits for a CPU that a spinning thread would take.
 /// Reads the number of runnable threads in `/proc/loadavg` at most once per `interval` (a
-/// `pread` of ~60 bytes) and compares it with the CPUs this process may run on: the count
-/// includes the asking thread, so more runnable threads than CPUs means someone waits.
+/// `pread` of ~60 bytes) and compares it with the machine's online CPUs: the count includes
+/// the asking thread, so more runnable threads than CPUs means someone waits. (Machine-wide
+/// on both sides: a process pinned to fewer CPUs, or a container on a shared host, may poll
+/// while its own CPUs are wanted, or sleep while they are free; the poll stays bounded.)
 class cpu_contention {
 public:
   explicit cpu_contention(std::chrono::microseconds interval = std::chrono::milliseconds(1));
