@@ -322,6 +322,8 @@ def main():
     ap.add_argument("--builds", nargs="+",
                     help="several build directories, each measured in every round")
     ap.add_argument("--json", help="also write the raw results here")
+    ap.add_argument("--profile-concurrency", type=int, default=64, metavar="C",
+                    help="the concurrency whose runs --profile samples (default 64)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="sample the gateway (perf record) during each c=64 run and list its N "
                          "costliest functions, user and kernel, in µs per request")
@@ -367,8 +369,8 @@ def main():
                            "routable_s": gw.routable_s, "rss_mb": gw.rss,
                            "rss_empty_mb": gw.rss_empty}
                     for c in args.concurrency:
-                        data = os.path.join(tmp, "perf.data") if args.profile and c == 64 \
-                            else None
+                        data = os.path.join(tmp, "perf.data") \
+                            if args.profile and c == args.profile_concurrency else None
                         row[f"c{c}"] = run_wrk(gw.port, c, args.duration, script,
                                                args.load_cpus, gw.proc.pid, data)
                         if data:

@@ -184,4 +184,15 @@ std::optional<double> own_cpu_quota() {
   return cpu_quota(std::string(next_field(q)) + " " + std::string(next_field(p)));
 }
 
+bool kernel_halt_polls(std::string_view cpuidle_driver, std::string_view guest_halt_poll_ns) {
+  auto driver = next_field(cpuidle_driver);
+  auto ns = number<unsigned long long>(next_field(guest_halt_poll_ns));
+  return driver == "haltpoll" && ns && *ns > 0;
+}
+
+bool own_kernel_halt_polls() {
+  return kernel_halt_polls(read_small_file("/sys/devices/system/cpu/cpuidle/current_driver"),
+                           read_small_file("/sys/module/haltpoll/parameters/guest_halt_poll_ns"));
+}
+
 } // namespace troupe::transport

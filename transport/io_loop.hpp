@@ -72,4 +72,13 @@ std::optional<double> cpu_quota(std::string_view cpu_max);
 /// The CPU quota of this process's cgroup (`/sys/fs/cgroup/cpu.max`), if it has one.
 std::optional<double> own_cpu_quota();
 
+/// Whether the kernel polls an idle CPU before halting it, given the cpuidle driver's name
+/// (`/sys/devices/system/cpu/cpuidle/current_driver`) and the `haltpoll` driver's
+/// `guest_halt_poll_ns`: a KVM guest's `cpuidle-haltpoll` with a non-zero poll does, for every
+/// process, what busy polling does for the io threads.
+bool kernel_halt_polls(std::string_view cpuidle_driver, std::string_view guest_halt_poll_ns);
+
+/// `kernel_halt_polls` of this machine.
+bool own_kernel_halt_polls();
+
 } // namespace troupe::transport

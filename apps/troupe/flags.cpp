@@ -70,7 +70,8 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       "--busy-poll-us", busy_poll_us,
       "Microseconds an io thread keeps polling for work before it sleeps (0: sleep at once). "
       "Saves the wake-up of an idle CPU (large in virtual machines); never while other "
-      "threads wait for a CPU; off under a CPU quota unless given");
+      "threads wait for a CPU; off under a CPU quota or where the kernel polls idle CPUs "
+      "(haltpoll) unless given");
   busy_poll->check(CLI::Range(0LL, 100000LL));
 
   // -- workers --

@@ -20,8 +20,9 @@
 
 namespace {
 
-/// `--busy-poll-us`, but off under a CPU quota unless the flag was given: polling without work
-/// spends the quota the requests need.
+/// `--busy-poll-us`, but, unless the flag was given, off under a CPU quota (polling without
+/// work spends the quota the requests need) and where the kernel polls idle CPUs itself (a KVM
+/// guest's haltpoll: ours would only add CPU time).
 std::chrono::microseconds busy_poll_budget(const troupe::actors::gateway_config& cfg) {
   if (cfg.busy_poll.count() == 0 || cfg.busy_poll_given) {
     return cfg.busy_poll;
@@ -33,6 +34,14 @@ std::chrono::microseconds busy_poll_budget(const troupe::actors::gateway_config&
         *quota);
     return {};
   }
+  if (troupe::transport::own_kernel_halt_polls()) {
+    troupe::logs::gateway().info("busy polling off: the kernel polls idle CPUs itself (cpuidle "
+                                 "haltpoll; --busy-poll-us turns it on)");
+    return {};
+  }
+  troupe::logs::gateway().info("busy polling: io threads poll up to {} us for work before they "
+                               "sleep (--busy-poll-us)",
+                               cfg.busy_poll.count());
   return cfg.busy_poll;
 }
 

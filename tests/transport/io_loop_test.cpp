@@ -163,3 +163,12 @@ TEST_CASE("cpu contention: more runnable threads than CPUs means another thread 
   cpu_contention missing{0us, path.string(), 64};
   CHECK(missing.others_waiting());
 }
+
+TEST_CASE("the kernel's own idle polling is recognised (haltpoll with a non-zero poll)") {
+  CHECK(kernel_halt_polls("haltpoll\n", "200000\n"));
+  CHECK_FALSE(kernel_halt_polls("haltpoll\n", "0\n")); // these VMs: halt at once
+  CHECK_FALSE(kernel_halt_polls("intel_idle\n", ""));  // bare metal: no haltpoll module
+  CHECK_FALSE(kernel_halt_polls("acpi_idle", "200000"));
+  CHECK_FALSE(kernel_halt_polls("", ""));
+  CHECK_FALSE(kernel_halt_polls("haltpoll", "soon"));
+}
