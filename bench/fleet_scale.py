@@ -12,8 +12,8 @@ per second (half adds, half removes), counting requests that failed. It also rec
 gateway's CPU time per request (user + system, /proc): on a shared machine requests/s follows
 what the neighbours leave of the cores, CPU per request much less; and the TCP segments the
 machine sent per request (4 when every ACK rides on data). With --profile N, the gateway is
-sampled (`perf record`, user and kernel) during each c=64 run and its N costliest functions
-listed in µs per request.
+sampled (`perf record`, user and kernel) during each run at --profile-concurrency (default 64)
+and its N costliest functions listed in µs per request.
 
 The gateway is pinned to --gateway-cpu, nginx and wrk to --load-cpus (taskset), as the issue's
 measurements were.
