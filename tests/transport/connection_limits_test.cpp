@@ -1,3 +1,4 @@
+#include "tests/transport/eventually.hpp"
 #include "tests/transport/loopback.hpp"
 #include "transport/http_server.hpp"
 
@@ -9,6 +10,7 @@
 
 using namespace troupe;
 using namespace troupe::transport;
+using test::eventually;
 using test::io_thread;
 using test::test_client;
 using namespace std::chrono_literals;
@@ -68,17 +70,6 @@ std::chrono::steady_clock::duration silent_close(test_client& c) {
   auto started = std::chrono::steady_clock::now();
   CHECK(read_to_close(c).empty());
   return std::chrono::steady_clock::now() - started;
-}
-
-template <class F> bool eventually(F f, std::chrono::milliseconds within = 5s) {
-  auto end = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) {
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return f();
 }
 
 } // namespace

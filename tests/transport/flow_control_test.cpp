@@ -1,3 +1,4 @@
+#include "tests/transport/eventually.hpp"
 #include "tests/transport/loopback.hpp"
 #include "transport/flow_control.hpp"
 #include "transport/http_server.hpp"
@@ -13,23 +14,12 @@
 
 using namespace troupe;
 using namespace troupe::transport;
+using test::eventually;
 using test::io_thread;
 
 namespace {
 
 using namespace std::chrono_literals;
-
-/// Waits up to 10 s for `pred`; false if it never held.
-template <class Pred> bool eventually(Pred pred) {
-  auto until = std::chrono::steady_clock::now() + 10s;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) {
-      return false;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // -- the client's side: a connection pauses the producer of its stream --
 

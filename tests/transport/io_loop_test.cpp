@@ -1,3 +1,4 @@
+#include "tests/transport/eventually.hpp"
 #include "transport/io_loop.hpp"
 
 #include <atomic>
@@ -11,23 +12,9 @@
 #include <unistd.h>
 
 using namespace troupe::transport;
+using troupe::test::eventually;
 using namespace std::chrono_literals;
 namespace net = boost::asio;
-
-namespace {
-
-/// Waits (up to 10 s) until `pred` holds.
-template <class Pred> bool eventually(Pred pred) {
-  for (int i = 0; i < 10000; ++i) {
-    if (pred()) {
-      return true;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
-
-} // namespace
 
 TEST_CASE("the io loop runs every handler and returns when the work runs out") {
   for (auto budget : {0us, 200us}) {
