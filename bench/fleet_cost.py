@@ -68,8 +68,10 @@ def measure(binary, policy, urls, args, script):
            "--compress-strings=no", "--compress-pos=no", binary, "--host", "127.0.0.1",
            "--port", str(port), "--prometheus-port", "0", "--policy", policy,
            "--log-level", args.log_level,
-           # Busy polling off: the count is of the requests' work, not of polling between them.
-           "--busy-poll-us", "0",
+           # Busy polling off: the count is of the requests' work, not of polling between them
+           # (a binary from before the flag has none).
+           *(["--busy-poll-us", "0"] if "--busy-poll-us" in subprocess.run(
+               [binary, "--help"], capture_output=True, text=True).stdout else []),
            # Health checks are background work: 4,000 workers checked every 60 s are 67
            # checks a second, which at valgrind's few dozen requests a second would be most of
            # the count. Registration checks each worker once (with a deadline valgrind's pace
