@@ -108,6 +108,7 @@ transport::header_list upstream_headers(const transport::request& req, const wor
                                         const std::string& request_id,
                                         std::string_view gateway_key) {
   transport::header_list out;
+  out.reserve(forwarded.size() + 2); // the allowed fields, a key, the request id: one allocation
   if (worker.spec.provider == protocol::provider_kind::anthropic) {
     anthropic_headers(req, worker, gateway_key, out);
   } else {
