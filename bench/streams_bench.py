@@ -13,12 +13,14 @@
            canned answer, bench/fake_worker.py) that does not read the prompt: the simulator
            tokenizes every prompt and would be what the run measures.
 
-Usage: bench/streams_bench.py [many|ttft|prompts ...] [--rounds 3] [--streams 9900]
+Usage: bench/streams_bench.py [many|ttft|prompts ...] [--rounds 3] [--streams 10000]
            [--ttft-concurrency 256] [--ttft-mode paired|sequential] [--ttft-itl-ms 500]
            [--ttft-tokens 8] [--build build] [--json out.json]
 N streams are 2N sockets in the gateway (client and worker side): the processes' open-file
-limit (`ulimit -n`, raised to the hard limit by troupe-bench) must allow it. On the machines of
-docs/performance.md the hard limit is 20,000, so 9,900 streams is the most one node can hold.
+limit must allow it. The bench raises its own limit (soft and hard) to 2N + 4,096 when it can
+(as root, or within the hard limit), and the processes it starts inherit it (troupe and
+troupe-bench raise their soft limit to the hard one). Without that, the machines of
+docs/performance.md have a hard limit of 20,000: 9,900 streams at most.
 """
 
 import argparse
@@ -92,6 +94,26 @@ def prompt_file(tmp, size):
     with open(path, "w") as f:
         f.write(json.dumps({"prompt": words}) + "\n")
     return path
+
+
+def raise_open_files(need):
+    """Raises this process's open-file limit (soft and hard) to `need` if it is lower and the
+    process may (root may raise the hard limit up to fs.nr_open); the children inherit it.
+    Returns the limit now in force."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, need))
+            return need
+        except (ValueError, OSError) as e:
+            print(f"open-file limit {hard}, not raised to {need} ({e}): at most "
+                  f"{max(0, (hard - 200) // 2)} streams hold (`ulimit -Hn` raises it)",
+                  file=sys.stderr)
+            need = hard
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    return need
 
 
 def many(args, results):
@@ -240,7 +262,9 @@ def main():
                     choices=["many", "ttft", "prompts"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=5)
-    ap.add_argument("--streams", type=int, default=9900)
+    ap.add_argument("--streams", type=int,
+                    help="concurrent streams of `many` (default 10,000, or the most the open-file "
+                         "limit allows when it cannot be raised: 9,900 at a hard limit of 20,000)")
     ap.add_argument("--stream-seconds", type=int, default=30)
     ap.add_argument("--sims", type=int, default=4)
     ap.add_argument("--ttft-concurrency", type=int, default=256)
@@ -252,6 +276,10 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    if "many" in args.what:
+        allowed = raise_open_files(2 * (args.streams or 10000) + 4096)
+        if args.streams is None:
+            args.streams = min(10000, (allowed - 200) // 2)
     results = {}
     for what in args.what:
         {"many": many, "ttft": ttft, "prompts": prompts}[what](args, results)
