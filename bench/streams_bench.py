@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Streams at scale, measured with troupe-bench (docs/bench.md) through one troupe node:
 
-  many     N concurrent streamed chats (default 10,000, fewer if the open-file limit cannot hold them) against simulators with long outputs:
-           the gateway's peak RSS, its RSS per stream, and every request's outcome.
+  many     N concurrent streamed chats (default 10,000, fewer if the open-file limit cannot
+           hold them) against simulators with long outputs: the gateway's peak RSS, its RSS
+           per stream, and every request's outcome.
   ttft     the time to first token the gateway adds at C concurrent streams (default 256):
            by default paired (one troupe-bench run, Poisson arrivals keeping C streams in flight
            straight to the simulator and C through troupe at once, so both meet the same load);
