@@ -42,6 +42,8 @@ struct gateway_services {
 
   // -- observability --
   std::shared_ptr<troupe::services::metrics> metrics{}; ///< This node's metrics (null: none).
+  /// What the io threads' loops count (busy polling); set by whoever runs the loops.
+  std::shared_ptr<transport::io_loop_stats> io = std::make_shared<transport::io_loop_stats>();
   inspector_actor inspector{}; ///< Reads the long-lived actors' state for `/admin`.
   /// The cluster as this node sees it (written by the cluster node; empty when alone).
   std::shared_ptr<services::cluster_view> cluster = std::make_shared<services::cluster_view>();

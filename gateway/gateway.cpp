@@ -202,6 +202,7 @@ void gateway::start() {
   opts.max_connections = cfg.max_connections;
   opts.conn_stats = std::make_shared<transport::connection_stats>();
   stats->watch_connections(opts.conn_stats);
+  stats->watch_io_loops(d.svc->io);
   opts.tls = cfg.server_tls;
   d.server = std::make_unique<transport::http_server>(d.ioc, opts, make_front(d.svc, routes));
   if (auto ec = d.server->start()) {

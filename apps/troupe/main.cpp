@@ -110,10 +110,9 @@ int main(int argc, char** argv) {
       node.shutdown([&ioc] { ioc.stop(); });
     });
     transport::busy_poll_options poll{busy_poll_budget(*cfg), {}};
-    auto io_stats = std::make_shared<transport::io_loop_stats>();
-    if (auto& metrics = node.services()->metrics) {
-      metrics->watch_io_loops(io_stats);
-    }
+    auto io_stats = node.services()->io; // on /metrics and /admin/actors
+    io_stats->budget_us = poll.budget.count();
+    io_stats->threads = cfg->io_threads;
     std::vector<std::thread> threads;
     for (unsigned i = 1; i < cfg->io_threads; ++i) {
       threads.emplace_back([&] { transport::run_io_loop(ioc, poll, io_stats.get()); });

@@ -192,11 +192,18 @@ class BusyPollTest(ProcessTestCase):
                      headers={"Content-Type": "application/json"})
             self.assertEqual(r.status, 200, r)
 
+    def io_view(self, gw):
+        return gw.get("/admin/actors").json()["io"]
+
     def test_polling_is_counted_and_requests_are_served(self):
         worker = self.sim()
         gw = self.gateway("--busy-poll-us", "500", workers=[worker])
         self.serve_some(gw)
         m = self.busy_poll_metrics(gw)
+        io = self.io_view(gw)
+        # Given explicitly, the budget holds whatever the machine (quota, haltpoll).
+        self.assertEqual((io["threads"], io["busy_poll_us"]), (1, 500), io)
+        self.assertGreaterEqual(io["busy_poll"]["spins"] + io["busy_poll"]["vetoes"], 20, io)
         # Between two requests the io thread ran out of work: it polled, or (on a machine
         # whose CPUs are all wanted) slept at once and counted the veto.
         self.assertGreaterEqual(m["troupe_io_busy_poll_spins_total"]
@@ -212,6 +219,9 @@ class BusyPollTest(ProcessTestCase):
         m = self.busy_poll_metrics(gw)
         self.assertEqual(m["troupe_io_busy_poll_spins_total"], 0, m)
         self.assertEqual(m["troupe_io_busy_poll_vetoes_total"], 0, m)
+        io = self.io_view(gw)
+        self.assertEqual(io["busy_poll_us"], 0, io)
+        self.assertEqual(io["busy_poll"], {"spins": 0, "hits": 0, "vetoes": 0, "seconds": 0}, io)
 
     def test_a_budget_out_of_range_is_refused(self):
         for value in ("-1", "100001", "soon"):
