@@ -1,7 +1,8 @@
 #include "transport/io_loop.hpp"
 
+#include "protocol/parse_number.hpp"
+
 #include <algorithm>
-#include <charconv>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
@@ -29,15 +30,6 @@ std::string_view next_field(std::string_view& s) {
   auto field = s.substr(0, end);
   s.remove_prefix(end == std::string_view::npos ? s.size() : end);
   return field;
-}
-
-template <class T> std::optional<T> number(std::string_view s) {
-  T v{};
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) {
-    return std::nullopt;
-  }
-  return v;
 }
 
 std::string read_small_file(const char* path) {
@@ -152,16 +144,16 @@ std::optional<unsigned> runnable_threads(std::string_view loadavg) {
   if (slash == std::string_view::npos) {
     return std::nullopt;
   }
-  return number<unsigned>(field.substr(0, slash));
+  return protocol::parse_number<unsigned>(field.substr(0, slash));
 }
 
 std::optional<double> cpu_quota(std::string_view cpu_max) {
   auto quota = next_field(cpu_max);
-  auto period = number<double>(next_field(cpu_max));
+  auto period = protocol::parse_number<double>(next_field(cpu_max));
   if (quota == "max" || !period || *period <= 0) {
     return std::nullopt;
   }
-  auto q = number<double>(quota);
+  auto q = protocol::parse_number<double>(quota);
   if (!q || *q <= 0) {
     return std::nullopt;
   }
@@ -186,7 +178,7 @@ std::optional<double> own_cpu_quota() {
 
 bool kernel_halt_polls(std::string_view cpuidle_driver, std::string_view guest_halt_poll_ns) {
   auto driver = next_field(cpuidle_driver);
-  auto ns = number<unsigned long long>(next_field(guest_halt_poll_ns));
+  auto ns = protocol::parse_number<unsigned long long>(next_field(guest_halt_poll_ns));
   return driver == "haltpoll" && ns && *ns > 0;
 }
 

@@ -3,6 +3,7 @@
 #include "actors/inspector.hpp"
 #include "gateway/endpoints/admin_page.hpp"
 #include "gateway/endpoints/endpoints.hpp"
+#include "protocol/parse_number.hpp"
 
 #include <charconv>
 #include <cstdio>
@@ -15,6 +16,7 @@ namespace {
 
 using verb = transport::http::verb;
 using json = nlohmann::json;
+using protocol::parse_number;
 
 /// The key admin routes need: `--admin-api-key`, else `--api-key`, else none.
 const std::string& admin_key(const actors::gateway_config& cfg) {
@@ -59,15 +61,6 @@ std::optional<std::string_view> query_param(std::string_view target, std::string
     rest = rest.substr(amp + 1);
   }
   return std::nullopt;
-}
-
-template <class T> std::optional<T> parse_number(std::string_view s) {
-  T value{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc{} || end != s.data() + s.size()) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 void fail_with(const http_context& ctx, const caf::error& e) {
