@@ -5,7 +5,6 @@
 #include "gateway/endpoints/endpoints.hpp"
 #include "protocol/parse_number.hpp"
 
-#include <charconv>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
