@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet_scale as fs  # noqa: E402
 from fake_worker import FakeWorkers  # noqa: E402
-from loopback import free_port  # noqa: E402
+from loopback import free_port, knows_flag  # noqa: E402
 from proxy_cost import parse_callgrind, run_wrk_count  # noqa: E402
 
 POLICIES = ["round_robin", "random", "power_of_two", "cache_aware", "consistent_hash"]
@@ -70,8 +70,7 @@ def measure(binary, policy, urls, args, script):
            "--log-level", args.log_level,
            # Busy polling off: the count is of the requests' work, not of polling between them
            # (a binary from before the flag has none).
-           *(["--busy-poll-us", "0"] if "--busy-poll-us" in subprocess.run(
-               [binary, "--help"], capture_output=True, text=True).stdout else []),
+           *(["--busy-poll-us", "0"] if knows_flag(binary, "--busy-poll-us") else []),
            # Health checks are background work: 4,000 workers checked every 60 s are 67
            # checks a second, which at valgrind's few dozen requests a second would be most of
            # the count. Registration checks each worker once (with a deadline valgrind's pace

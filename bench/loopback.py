@@ -15,6 +15,12 @@ def free_port():
         return s.getsockname()[1]
 
 
+def knows_flag(binary, flag):
+    """Whether `binary --help` lists `flag` (a binary built before the flag does not)."""
+    out = subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
+    return flag in out
+
+
 def wait_http(url, timeout=10, context=None):
     """Waits until GET `url` answers 200; raises after `timeout` seconds. `context`: the
     ssl.SSLContext for an https URL."""

@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxy_bench as pb  # noqa: E402
+from loopback import knows_flag  # noqa: E402
 
 ALLOC_FNS = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign"}
 
@@ -84,17 +85,12 @@ def start_sim(build, port):
     return p
 
 
-def knows_flag(binary, flag):
-    """Whether `binary --help` lists `flag` (a binary built before the flag does not)."""
-    out = subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
-    return flag in out
-
-
 def proxy_command(target, args, tmp, port, sim_port):
     if target == "troupe":
         # Busy polling off: what is counted is the requests' work, not the io thread polling
         # between them (which callgrind and strace would count as instructions and calls).
-        poll_off = ["--busy-poll-us", "0"] if knows_flag(args.troupe_bin, "--busy-poll-us") else []
+        poll_off = (["--busy-poll-us", "0"] if knows_flag(args.troupe_bin, "--busy-poll-us")
+                    else [])
         return [args.troupe_bin, "--port", str(port), "--worker-urls",
                 f"http://127.0.0.1:{sim_port}", "--log-level", args.log_level,
                 "--prometheus-port", "0"] + poll_off

@@ -55,70 +55,56 @@ private:
   std::function<std::size_t()> in_flight_;
 };
 
-/// The `troupe_client_*` flow-control series, read from the server's counters when scraped.
-class client_flow_gauges final : public prom::Collectable {
+/// A collector of the series it reads, at scrape time, from one watched source (a server's
+/// counters, admission control); it exports nothing until it is given one.
+template <class Source> class watching : public prom::Collectable {
 public:
-  std::vector<prom::MetricFamily> Collect() const override;
-
-  void watch(std::shared_ptr<const transport::client_flow_stats> stats) {
+  void watch(std::shared_ptr<const Source> source) {
     std::lock_guard guard{mx_};
-    stats_ = std::move(stats);
+    source_ = std::move(source);
+  }
+
+protected:
+  std::shared_ptr<const Source> source() const {
+    std::lock_guard guard{mx_};
+    return source_;
   }
 
 private:
   mutable std::mutex mx_;
-  std::shared_ptr<const transport::client_flow_stats> stats_;
+  std::shared_ptr<const Source> source_;
+};
+
+/// The `troupe_client_*` flow-control series, read from the server's counters when scraped.
+class client_flow_gauges final : public watching<transport::client_flow_stats> {
+public:
+  std::vector<prom::MetricFamily> Collect() const override;
 };
 
 /// The `troupe_io_busy_poll_*` series of the io threads' loops, read when scraped.
-class io_loop_gauges final : public prom::Collectable {
+class io_loop_gauges final : public watching<transport::io_loop_stats> {
 public:
   std::vector<prom::MetricFamily> Collect() const override;
-
-  void watch(std::shared_ptr<const transport::io_loop_stats> stats) {
-    std::lock_guard guard{mx_};
-    stats_ = std::move(stats);
-  }
-
-private:
-  mutable std::mutex mx_;
-  std::shared_ptr<const transport::io_loop_stats> stats_;
 };
 
 /// The `troupe_http_connections*`, head-limit and TLS handshake series of the API port, read
 /// from the server's counters when scraped.
-class connection_gauges final : public prom::Collectable {
+class connection_gauges final : public watching<transport::connection_stats> {
 public:
   std::vector<prom::MetricFamily> Collect() const override;
-
-  void watch(std::shared_ptr<const transport::connection_stats> stats) {
-    std::lock_guard guard{mx_};
-    stats_ = std::move(stats);
-  }
-
-private:
-  mutable std::mutex mx_;
-  std::shared_ptr<const transport::connection_stats> stats_;
 };
 
 /// The `troupe_admission_*` series: counts read from admission control when scraped, and the
 /// queue-wait histogram. Empty while admission control is off.
-class admission_gauges final : public prom::Collectable {
+class admission_gauges final : public watching<admission_control> {
 public:
   explicit admission_gauges(const prom::Histogram::BucketBoundaries& buckets) : wait_(buckets) {}
 
   std::vector<prom::MetricFamily> Collect() const override;
 
-  void watch(std::shared_ptr<const admission_control> ctl) {
-    std::lock_guard guard{mx_};
-    ctl_ = std::move(ctl);
-  }
-
   void observe(double seconds) { wait_.Observe(seconds); }
 
 private:
-  mutable std::mutex mx_;
-  std::shared_ptr<const admission_control> ctl_;
   prom::Histogram wait_;
 };
 

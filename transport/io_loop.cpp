@@ -77,8 +77,22 @@ bool cpu_contention::others_waiting() {
 
 // -- the loop --
 
+namespace {
+
+/// Runs ready handlers one at a time for up to `budget`, or until one ran: true if one did.
+bool poll_for(boost::asio::io_context& ioc, std::chrono::microseconds budget) {
+  for (auto until = clock::now() + budget; clock::now() < until && !ioc.stopped();) {
+    if (ioc.poll_one() > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
 void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
-                 io_loop_stats* stats) {
+                 io_loop_stats& stats) {
   if (opts.budget.count() <= 0) {
     ioc.run();
     return;
@@ -89,6 +103,7 @@ void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
     contention.emplace();
     others_waiting = [&contention] { return contention->others_waiting(); };
   }
+  constexpr auto relaxed = std::memory_order_relaxed;
   while (!ioc.stopped()) {
     if (ioc.poll() > 0) {
       continue; // ran everything ready; look again
@@ -96,36 +111,21 @@ void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
     if (ioc.stopped()) {
       break; // out of work, or stopped
     }
-    bool found = false;
     if (others_waiting()) {
-      if (stats) {
-        stats->vetoes.fetch_add(1, std::memory_order_relaxed);
-      }
-    } else {
-      if (stats) {
-        stats->spins.fetch_add(1, std::memory_order_relaxed);
-      }
-      auto start = clock::now();
-      auto until = start + opts.budget;
-      auto now = start;
-      while (now < until && !ioc.stopped()) {
-        if (ioc.poll_one() > 0) {
-          found = true;
-          break;
-        }
-        now = clock::now();
-      }
-      if (stats) {
-        stats->spin_ns.fetch_add(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count(),
-            std::memory_order_relaxed);
-        if (found) {
-          stats->hits.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
+      stats.vetoes.fetch_add(1, relaxed);
+      ioc.run_one(); // sleep until the next event
+      continue;
     }
-    if (!found) {
-      ioc.run_one(); // block for the next event
+    stats.spins.fetch_add(1, relaxed);
+    auto start = clock::now();
+    bool found = poll_for(ioc, opts.budget);
+    stats.spin_ns.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count(),
+        relaxed);
+    if (found) {
+      stats.hits.fetch_add(1, relaxed);
+    } else {
+      ioc.run_one(); // nothing came in time: sleep until the next event
     }
   }
 }
@@ -171,9 +171,7 @@ std::optional<double> own_cpu_quota() {
   if (quota.empty() || period.empty()) {
     return std::nullopt;
   }
-  std::string_view q = quota;
-  std::string_view p = period;
-  return cpu_quota(std::string(next_field(q)) + " " + std::string(next_field(p)));
+  return cpu_quota(quota + " " + period); // fields split at any whitespace, newlines too
 }
 
 bool kernel_halt_polls(std::string_view cpuidle_driver, std::string_view guest_halt_poll_ns) {

@@ -58,8 +58,8 @@ struct busy_poll_options {
 
 /// Runs `ioc` on the calling thread until it is stopped or runs out of work, as
 /// `io_context::run` does, polling for up to `opts.budget` whenever no handler is ready before
-/// blocking. Several threads may run it on one `io_context`. `stats` may be null.
-void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts, io_loop_stats* stats);
+/// blocking. Several threads may run it on one `io_context`, counting into one `stats`.
+void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts, io_loop_stats& stats);
 
 /// The runnable-thread count of a `/proc/loadavg` line (its fourth field's numerator), or
 /// nullopt when the line has no such field.

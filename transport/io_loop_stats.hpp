@@ -9,8 +9,6 @@ namespace troupe::transport {
 struct io_loop_stats {
   /// The poll budget the loops run with, in microseconds (0: they sleep at once).
   std::atomic<std::int64_t> budget_us{0};
-  /// The io threads running the loops.
-  std::atomic<std::uint32_t> threads{0};
   /// Times a loop ran out of work and began polling instead of blocking.
   std::atomic<std::uint64_t> spins{0};
   /// Of those, the ones that found work before the budget ran out (a wake-up saved).

@@ -112,12 +112,11 @@ int main(int argc, char** argv) {
     transport::busy_poll_options poll{busy_poll_budget(*cfg), {}};
     auto io_stats = node.services()->io; // on /metrics and /admin/actors
     io_stats->budget_us = poll.budget.count();
-    io_stats->threads = cfg->io_threads;
     std::vector<std::thread> threads;
     for (unsigned i = 1; i < cfg->io_threads; ++i) {
-      threads.emplace_back([&] { transport::run_io_loop(ioc, poll, io_stats.get()); });
+      threads.emplace_back([&] { transport::run_io_loop(ioc, poll, *io_stats); });
     }
-    transport::run_io_loop(ioc, poll, io_stats.get());
+    transport::run_io_loop(ioc, poll, *io_stats);
     for (auto& t : threads) {
       t.join();
     }

@@ -70,9 +70,9 @@ void fail_with(const http_context& ctx, const caf::error& e) {
 // -- GET /admin/actors, /admin/actors/{id} --
 
 /// The io threads and their busy polling (transport/io_loop.hpp).
-json io_json(const transport::io_loop_stats& io) {
+json io_json(unsigned threads, const transport::io_loop_stats& io) {
   auto load = [](auto& a) { return a.load(std::memory_order_relaxed); };
-  return {{"threads", load(io.threads)},
+  return {{"threads", threads},
           {"busy_poll_us", load(io.budget_us)},
           {"busy_poll",
            {{"spins", load(io.spins)},
@@ -87,7 +87,7 @@ void list_actors(http_context& ctx) {
   auto head = "{\"node\":" + json(node_name(ctx.svc->cfg)).dump() +
               ",\"running\":" + std::to_string(ctx.svc->sys.registry().running()) +
               ",\"in_flight\":" + std::to_string(ctx.svc->tracker->size()) +
-              ",\"io\":" + io_json(*ctx.svc->io).dump() + ",\"actors\":";
+              ",\"io\":" + io_json(ctx.svc->cfg.io_threads, *ctx.svc->io).dump() + ",\"actors\":";
   actors::ask(
       ctx.svc->sys, ctx.svc->inspector,
       [ctx, head](const std::string& actors) {

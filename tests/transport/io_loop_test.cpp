@@ -26,7 +26,7 @@ TEST_CASE("the io loop runs every handler and returns when the work runs out") {
     net::steady_timer timer{ioc, 20ms};
     timer.async_wait([&](auto) { ++ran; });
     io_loop_stats stats;
-    run_io_loop(ioc, {budget, [] { return false; }}, &stats);
+    run_io_loop(ioc, {budget, [] { return false; }}, stats);
     CHECK(ran == 6);
     CHECK(ioc.stopped());
     if (budget == 0us) {
@@ -46,7 +46,7 @@ TEST_CASE("work that arrives while the io loop polls is taken without sleeping")
   std::atomic<bool> ran{false};
   // A budget far longer than the test: the loop is still polling when the work comes.
   std::thread loop{[&] {
-    run_io_loop(ioc, {std::chrono::seconds(30), [] { return false; }}, &stats);
+    run_io_loop(ioc, {std::chrono::seconds(30), [] { return false; }}, stats);
   }};
   // Nothing is ready: the loop begins to poll (and counts it).
   REQUIRE(eventually([&] { return stats.spins.load() == 1; }));
@@ -73,7 +73,7 @@ TEST_CASE("the io loop sleeps at once while other threads wait for a CPU") {
                    ++asked;
                    return true;
                  }},
-                &stats);
+                stats);
   }};
   for (int i = 1; i <= 3; ++i) {
     REQUIRE(eventually([&] { return asked.load() >= i; }));
@@ -94,7 +94,7 @@ TEST_CASE("a stopped io context ends the io loop, polling or asleep") {
     auto guard = net::make_work_guard(ioc);
     io_loop_stats stats;
     std::thread loop{[&] {
-      run_io_loop(ioc, {std::chrono::seconds(30), [veto] { return veto; }}, &stats);
+      run_io_loop(ioc, {std::chrono::seconds(30), [veto] { return veto; }}, stats);
     }};
     std::this_thread::sleep_for(20ms);
     ioc.stop();
