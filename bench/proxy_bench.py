@@ -17,7 +17,8 @@ with busy polling off beside troupe at its default.
 Troupe runs at its default log level (info: one line per request), logging into a file, as a
 production deployment would; nginx runs without an access log. `cpu us/req` is the CPU time
 (user + system, from /proc) the target's process spent per request during its run: the
-simulator's for `direct`, nginx's master and worker for nginx.
+simulator's for `direct`, nginx's master and worker for nginx; `user` is its user-space part
+(the process's own code; the rest is the kernel's sockets and scheduling).
 
 Usage: bench/proxy_bench.py [--rounds 3] [--duration 5] [--concurrency 1 64] [--build build]
                             [--tls] [--baseline-bin PATH] [--baseline-flag FLAG]
@@ -135,19 +136,27 @@ def parse_wrk(out):
             "non2xx": int(errors.group(1)) if errors else 0}
 
 
-def cpu_seconds(pid):
-    """User + system CPU time of process `pid` and of its children (nginx's worker), seconds."""
+def cpu_times(pid):
+    """(user, system) CPU time of process `pid` and of its children (nginx's worker), seconds."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    user = system = 0.0
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / ticks
+        user, system = int(fields[11]) / ticks, int(fields[12]) / ticks
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             children = f.read().split()
     except OSError:
-        return total
-    return total + sum(cpu_seconds(int(c)) for c in children)
+        return user, system
+    for c in children:
+        u, s = cpu_times(int(c))
+        user, system = user + u, system + s
+    return user, system
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` and of its children, seconds."""
+    return sum(cpu_times(pid))
 
 
 def run_wrk(url, conc, duration, script):
@@ -159,11 +168,14 @@ def run_wrk(url, conc, duration, script):
 
 
 def run_wrk_cpu(url, conc, duration, script, pid):
-    """As run_wrk, plus `cpu_us`: the CPU time process `pid` spent per request meanwhile."""
-    before = cpu_seconds(pid)
+    """As run_wrk, plus `cpu_us`: the CPU time process `pid` spent per request meanwhile, and
+    `user_us`, the part of it in user space (the proxy's own code, not the kernel's)."""
+    user0, system0 = cpu_times(pid)
     res = run_wrk(url, conc, duration, script)
-    used = cpu_seconds(pid) - before
-    res["cpu_us"] = used * 1e6 / max(res["requests"], 1)
+    user1, system1 = cpu_times(pid)
+    n = max(res["requests"], 1)
+    res["cpu_us"] = (user1 - user0 + system1 - system0) * 1e6 / n
+    res["user_us"] = (user1 - user0) * 1e6 / n
     return res
 
 
@@ -278,14 +290,14 @@ def main():
                     results[c][name].append(res)
                     print(f"round {r + 1} c={c:<3} {name:<7} {res['rps']:>9.0f} req/s  "
                           f"p50 {res['p50_ms']:.3f} ms  p99 {res['p99_ms']:.3f} ms  "
-                          f"cpu {res['cpu_us']:.1f} us/req"
+                          f"cpu {res['cpu_us']:.1f} us/req (user {res['user_us']:.1f})"
                           + (f"  NON-2XX {res['non2xx']}" if res["non2xx"] else ""),
                           flush=True)
 
         print("\nmedians over rounds (ratios are per round, then the median; a TLS target is "
               "compared with nginx_tls):")
         print(f"{'c':>4} {'target':<10} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-              f"{'vs direct':>9} {'vs nginx':>9} {'cpu us/req':>10}")
+              f"{'vs direct':>9} {'vs nginx':>9} {'cpu us/req':>10} {'user':>7}")
         summary = {}
         for c in args.concurrency:
             for name in targets:
@@ -296,11 +308,11 @@ def main():
                 vs_nginx = statistics.median(
                     rows[i]["rps"] / results[c][ref][i]["rps"] for i in range(len(rows)))
                 med = {k: statistics.median(x[k] for x in rows)
-                       for k in ("rps", "p50_ms", "p99_ms", "cpu_us")}
+                       for k in ("rps", "p50_ms", "p99_ms", "cpu_us", "user_us")}
                 summary[f"c{c}_{name}"] = dict(med, vs_direct=vs_direct, vs_nginx=vs_nginx)
                 print(f"{c:>4} {name:<10} {med['rps']:>9.0f} {med['p50_ms']:>8.3f} "
                       f"{med['p99_ms']:>8.3f} {vs_direct:>9.2f} {vs_nginx:>9.2f} "
-                      f"{med['cpu_us']:>10.1f}")
+                      f"{med['cpu_us']:>10.1f} {med['user_us']:>7.1f}")
             added_troupe = (summary[f"c{c}_troupe"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             added_nginx = (summary[f"c{c}_nginx"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             print(f"     added p50 at c={c}: troupe {added_troupe:+.0f} us, nginx {added_nginx:+.0f} us")
