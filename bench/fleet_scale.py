@@ -45,7 +45,7 @@ import threading
 import time
 
 from fake_worker import FakeWorkers
-from loopback import free_port
+from loopback import cpu_times, free_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 # Each request carries a session key (x-session-id, for consistent_hash) that also starts
@@ -220,14 +220,6 @@ class Churn(threading.Thread):
             if delay > 0:
                 self.stop_flag.wait(delay)
         c.close()
-
-
-def cpu_times(pid):
-    """(user, system) CPU time of process `pid` (all its threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def cpu_seconds(pid):

@@ -1,6 +1,7 @@
 """Loopback helpers the benchmarks share: a free port, waiting for an HTTP server to answer,
 the processes a benchmark started."""
 
+import os
 import signal
 import socket
 import subprocess
@@ -19,6 +20,25 @@ def knows_flag(binary, flag):
     """Whether `binary --help` lists `flag` (a binary built before the flag does not)."""
     out = subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
     return flag in out
+
+
+def cpu_times(pid, children=False):
+    """(user, system) CPU time of process `pid` (all its threads), in seconds; with `children`,
+    its child processes' added, recursively (nginx's workers), a child gone counting nothing."""
+    tick = os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    user, system = int(fields[11]) / tick, int(fields[12]) / tick
+    if children:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        for kid in kids:
+            try:
+                u, s = cpu_times(int(kid), children=True)
+            except OSError:
+                continue
+            user, system = user + u, system + s
+    return user, system
 
 
 def wait_http(url, timeout=10, context=None):

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 
-from loopback import free_port, wait_http
+from loopback import cpu_times, free_port, wait_http
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -136,29 +136,6 @@ def parse_wrk(out):
             "non2xx": int(errors.group(1)) if errors else 0}
 
 
-def cpu_times(pid):
-    """(user, system) CPU time of process `pid` and of its children (nginx's worker), seconds."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    user = system = 0.0
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        user, system = int(fields[11]) / ticks, int(fields[12]) / ticks
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            children = f.read().split()
-    except OSError:
-        return user, system
-    for c in children:
-        u, s = cpu_times(int(c))
-        user, system = user + u, system + s
-    return user, system
-
-
-def cpu_seconds(pid):
-    """User + system CPU time of process `pid` and of its children, seconds."""
-    return sum(cpu_times(pid))
-
-
 def run_wrk(url, conc, duration, script):
     threads = 1 if conc == 1 else 2
     cmd = ["wrk", "-t", str(threads), "-c", str(conc), "-d", f"{duration}s", "--latency",
@@ -170,9 +147,9 @@ def run_wrk(url, conc, duration, script):
 def run_wrk_cpu(url, conc, duration, script, pid):
     """As run_wrk, plus `cpu_us`: the CPU time process `pid` spent per request meanwhile, and
     `user_us`, the part of it in user space (the proxy's own code, not the kernel's)."""
-    user0, system0 = cpu_times(pid)
+    user0, system0 = cpu_times(pid, children=True)
     res = run_wrk(url, conc, duration, script)
-    user1, system1 = cpu_times(pid)
+    user1, system1 = cpu_times(pid, children=True)
     n = max(res["requests"], 1)
     res["cpu_us"] = (user1 - user0 + system1 - system0) * 1e6 / n
     res["user_us"] = (user1 - user0) * 1e6 / n
