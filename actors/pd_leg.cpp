@@ -1,5 +1,6 @@
 #include "actors/pd_leg.hpp"
 
+#include "actors/caf_log_context.hpp"
 #include "services/logs.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
@@ -69,7 +70,9 @@ pd_leg_actor::behavior_type pd_leg(self_ptr self, caf::actor_addr parent, pd_leg
 } // namespace
 
 pd_leg_actor spawn_pd_leg(caf::local_actor* parent, pd_leg_spec spec) {
-  return parent->spawn<caf::monitored>(pd_leg, parent->address(), std::move(spec));
+  auto leg = parent->spawn<caf::monitored>(pd_leg, parent->address(), std::move(spec));
+  drop_caf_log_context();
+  return leg;
 }
 
 } // namespace troupe::actors

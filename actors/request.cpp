@@ -6,6 +6,7 @@
 
 #include "actors/request.hpp"
 
+#include "actors/caf_log_context.hpp"
 #include "actors/errors.hpp"
 #include "actors/pd_only_refusal.hpp"
 #include "actors/request/request_hints.hpp"
@@ -477,7 +478,9 @@ bool untouched(const exchange_result& r) {
 }
 
 request_actor spawn_request(const services_ptr& svc, std::shared_ptr<inbound_request> in) {
-  return svc->sys.spawn(request_behavior, svc, std::move(in));
+  auto actor = svc->sys.spawn(request_behavior, svc, std::move(in));
+  drop_caf_log_context();
+  return actor;
 }
 
 } // namespace troupe::actors

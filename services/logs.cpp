@@ -46,7 +46,8 @@ protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t out;
     formatter_->format(msg, out);
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    // The sink's lock serializes writers already: no need for stdio's own.
+    fwrite_unlocked(out.data(), 1, out.size(), stdout);
   }
   void flush_() override { std::fflush(stdout); }
 };

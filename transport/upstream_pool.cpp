@@ -25,19 +25,21 @@ bool still_open(upstream_connection& conn) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+/// The Host header of `host`:`port`: the port left out when it is the scheme's default, an
+/// IPv6 address in brackets.
+std::string authority_of(const std::string& host, std::uint16_t port, bool secure) {
+  bool default_port = port == (secure ? 443 : 80);
+  auto bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return default_port ? bracketed : bracketed + ":" + std::to_string(port);
+}
+
 } // namespace
 
 upstream_pool::upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port,
                              std::size_t max_idle, std::shared_ptr<net::ssl::context> tls,
                              bool use_strands)
     : ioc_(ioc), host_(std::move(host)), port_(port), max_idle_(max_idle), tls_(std::move(tls)),
-      use_strands_(use_strands) {}
-
-std::string upstream_pool::authority() const {
-  bool default_port = port_ == (tls_ ? 443 : 80);
-  auto host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_; // IPv6
-  return default_port ? host : host + ":" + std::to_string(port_);
-}
+      use_strands_(use_strands), authority_(authority_of(host_, port_, tls_ != nullptr)) {}
 
 upstream_pool::connection_ptr upstream_pool::acquire() {
   for (;;) {

@@ -145,8 +145,9 @@ public:
   /// True when connections use TLS.
   bool secure() const noexcept { return tls_ != nullptr; }
 
-  /// The Host header: `host:port`, the port left out when it is the scheme's default.
-  std::string authority() const;
+  /// The Host header: `host:port`, the port left out when it is the scheme's default (made
+  /// once: every request sends it).
+  const std::string& authority() const noexcept { return authority_; }
   net::io_context& io_context() noexcept { return ioc_; }
 
   /// Resolved endpoints of the worker, or empty before the first resolution.
@@ -177,6 +178,7 @@ private:
   std::size_t max_idle_;
   std::shared_ptr<net::ssl::context> tls_;
   bool use_strands_;
+  std::string authority_;
   mutable std::mutex mx_;
   std::vector<connection_ptr> idle_;
   std::vector<tcp::endpoint> endpoints_;
