@@ -84,9 +84,9 @@ void select_workers(request_self self);
 void append_ms(fmt::memory_buffer& out, std::chrono::microseconds us) {
   auto frac = fmt::format_int(us.count() % 1000 + 1000); // "1xyz": the three digits, padded
   auto whole = fmt::format_int(us.count() / 1000);
-  out.append(whole.data(), whole.data() + whole.size());
+  logs::put(out, {whole.data(), whole.size()});
   out.push_back('.');
-  out.append(frac.data() + 1, frac.data() + frac.size());
+  logs::put(out, {frac.data() + 1, frac.size() - 1});
 }
 
 /// Puts the request's closing log line into `out`: `<method> <target> model=<m> worker=<ids>
@@ -94,7 +94,7 @@ void append_ms(fmt::memory_buffer& out, std::chrono::microseconds us) {
 /// per request cost ~3k instructions of the ~80k a request costs).
 void summary_line(fmt::memory_buffer& out, const request_state& st,
                   std::chrono::microseconds elapsed, std::string_view error) {
-  auto put = [&out](std::string_view s) { out.append(s.data(), s.data() + s.size()); };
+  auto put = [&out](std::string_view s) { logs::put(out, s); };
   put(st.in->req.method_string());
   put(" ");
   put(st.in->req.target());

@@ -52,14 +52,22 @@ protected:
   void flush_() override { std::fflush(stdout); }
 };
 
-bool needs_quotes(std::string_view id) {
-  for (char c : id) {
-    auto u = static_cast<unsigned char>(c);
-    if (u <= ' ' || u == 0x7f || c == '"' || c == '\\') {
-      return true;
-    }
+/// The bytes a plain id field must quote: space and control characters, DEL, `"` and `\`.
+constexpr std::array<bool, 256> quoted_bytes = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c <= ' '; ++c) {
+    t[c] = true;
   }
-  return id.empty();
+  t[0x7f] = t['"'] = t['\\'] = true;
+  return t;
+}();
+
+bool needs_quotes(std::string_view id) {
+  bool any = false;
+  for (char c : id) {
+    any |= quoted_bytes[static_cast<unsigned char>(c)]; // no branch per byte
+  }
+  return any || id.empty();
 }
 
 } // namespace
@@ -92,10 +100,9 @@ request_log::scope::~scope() {
 }
 
 void append_request_id_field(std::string_view id, spdlog::memory_buf_t& out) {
-  static constexpr std::string_view key = "request_id=";
-  out.append(key.data(), key.data() + key.size());
+  put(out, "request_id=");
   if (!needs_quotes(id)) {
-    out.append(id.data(), id.data() + id.size());
+    put(out, id);
   } else {
     static constexpr char hex[] = "0123456789abcdef";
     out.push_back('"');

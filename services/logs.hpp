@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <spdlog/logger.h>
 #include <string>
@@ -164,6 +165,18 @@ void configure(const std::string& level, bool json);
 
 /// Writes out every line still buffered (call it before a normal exit).
 void flush();
+
+/// Appends `s` to `out` with one `memcpy`: fmt's own `append` copies through an out-of-line
+/// loop (~60 instructions a piece), and a request's log line is made of ~25 pieces.
+template <std::size_t N>
+inline void put(fmt::basic_memory_buffer<char, N>& out, std::string_view s) {
+  if (s.empty()) {
+    return;
+  }
+  auto n = out.size();
+  out.resize(n + s.size());
+  std::memcpy(out.data() + n, s.data(), s.size());
+}
 
 /// The plain line pattern, `%*` being the request id field (`request_id=<id> ` or nothing).
 inline constexpr std::string_view plain_pattern = "%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %*%v";

@@ -10,10 +10,6 @@ namespace troupe::logs {
 
 namespace {
 
-void append(spdlog::memory_buf_t& out, std::string_view s) {
-  out.append(s.data(), s.data() + s.size());
-}
-
 /// Writes `v` (0..99 or 0..999) as `digits` decimal digits, zero-padded, at `p`.
 void put_digits(char* p, int v, int digits) {
   for (int i = digits - 1; i >= 0; --i, v /= 10) {
@@ -45,20 +41,20 @@ void plain_log_formatter::format(const spdlog::details::log_msg& msg, spdlog::me
     p[19] = '.';
     cached_second_ = second;
   }
-  append(dest, {cached_prefix_.data(), cached_prefix_.size()});
+  put(dest, {cached_prefix_.data(), cached_prefix_.size()});
   char ms[4] = {0, 0, 0, ' '};
   put_digits(ms, static_cast<int>(duration_cast<milliseconds>(since_epoch).count() % 1000), 3);
-  append(dest, {ms, sizeof(ms)});
+  put(dest, {ms, sizeof(ms)});
   auto level = spdlog::level::to_string_view(msg.level);
-  dest.append(level.data(), level.data() + level.size());
-  append(dest, " [");
-  dest.append(msg.logger_name.data(), msg.logger_name.data() + msg.logger_name.size());
-  append(dest, "] ");
+  put(dest, {level.data(), level.size()});
+  put(dest, " [");
+  put(dest, {msg.logger_name.data(), msg.logger_name.size()});
+  put(dest, "] ");
   if (auto id = current_request_id(); !id.empty()) {
     append_request_id_field(id, dest);
   }
-  dest.append(msg.payload.data(), msg.payload.data() + msg.payload.size());
-  append(dest, spdlog::details::os::default_eol);
+  put(dest, {msg.payload.data(), msg.payload.size()});
+  put(dest, spdlog::details::os::default_eol);
 }
 
 std::unique_ptr<spdlog::formatter> plain_log_formatter::clone() const {

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+#include <boost/beast/core/string.hpp>
 #include <optional>
 
 namespace troupe::actors {
@@ -16,19 +16,22 @@ namespace http = transport::http;
 
 namespace {
 
+/// Field names compare case-insensitively, in ASCII (no locale).
 bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
+  return a.size() == b.size() && boost::beast::iequals(a, b);
 }
 
 // Never relayed: hop-by-hop (RFC 9110 7.6.1), framing (the gateway frames its own answer),
-// and the request id (the gateway sets its own).
-constexpr std::array<std::string_view, 12> dropped_headers{
-    "connection",   "keep-alive", "proxy-connection",   "transfer-encoding",   "te",
-    "trailer",      "upgrade",    "proxy-authenticate", "proxy-authorization", "content-length",
-    "x-request-id", "date"};
+// and the request id (the gateway sets its own). Beast knows each name but the last, so a
+// field is checked by its enum (an integer compare), not by its text.
+constexpr std::array dropped_fields{
+    http::field::connection,         http::field::keep_alive,
+    http::field::proxy_connection,   http::field::transfer_encoding,
+    http::field::te,                 http::field::trailer,
+    http::field::upgrade,            http::field::proxy_authenticate,
+    http::field::proxy_authorization, http::field::content_length,
+    http::field::date};
+constexpr std::string_view dropped_unknown = "x-request-id";
 
 /// True when the Connection header's comma-separated options name `name` (those headers are
 /// hop-by-hop too).
@@ -56,12 +59,16 @@ bool named_by_connection(std::string_view connection, std::string_view name) {
 constexpr std::array read_fields{http::field::connection, http::field::content_type,
                                  http::field::content_length};
 
-/// True for a worker's field the client may see, `connection` being the value of the
+/// True for a worker's field `f` the client may see, `connection` being the value of the
 /// worker's first Connection field.
-bool relayed(std::string_view name, std::string_view connection) {
-  return std::none_of(dropped_headers.begin(), dropped_headers.end(),
-                      [&](std::string_view d) { return iequals(d, name); }) &&
-         !named_by_connection(connection, name);
+template <class Field> bool relayed(const Field& f, std::string_view connection) {
+  auto known = f.name();
+  if (known == http::field::unknown ? iequals(f.name_string(), dropped_unknown)
+                                    : std::find(dropped_fields.begin(), dropped_fields.end(),
+                                                known) != dropped_fields.end()) {
+    return false;
+  }
+  return connection.empty() || !named_by_connection(connection, f.name_string());
 }
 
 /// `relayable_headers` with the value of `head`'s first Connection field already found.
@@ -69,7 +76,7 @@ transport::header_list relayable_headers(const http::response_header<>& head,
                                          std::string_view connection) {
   transport::header_list out;
   for (auto& f : head) {
-    if (auto name = f.name_string(); relayed(name, connection)) {
+    if (auto name = f.name_string(); relayed(f, connection)) {
       out.emplace_back(std::string(name), std::string(f.value()));
     }
   }
@@ -84,7 +91,7 @@ transport::serialized_head relayed_head(const http::response_header<>& head,
   out.fields.reserve(256);
   for (auto& f : head) {
     if (auto name = f.name_string();
-        relayed(name, connection) && (own.empty() || !iequals(name, own))) {
+        relayed(f, connection) && (own.empty() || !iequals(name, own))) {
       transport::append_field(out.fields, name, f.value());
     }
   }
