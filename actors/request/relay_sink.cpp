@@ -24,13 +24,17 @@ bool iequals(std::string_view a, std::string_view b) {
 // Never relayed: hop-by-hop (RFC 9110 7.6.1), framing (the gateway frames its own answer),
 // and the request id (the gateway sets its own). Beast knows each name but the last, so a
 // field is checked by its enum (an integer compare), not by its text.
-constexpr std::array dropped_fields{
-    http::field::connection,         http::field::keep_alive,
-    http::field::proxy_connection,   http::field::transfer_encoding,
-    http::field::te,                 http::field::trailer,
-    http::field::upgrade,            http::field::proxy_authenticate,
-    http::field::proxy_authorization, http::field::content_length,
-    http::field::date};
+constexpr std::array dropped_fields{http::field::connection,
+                                    http::field::keep_alive,
+                                    http::field::proxy_connection,
+                                    http::field::transfer_encoding,
+                                    http::field::te,
+                                    http::field::trailer,
+                                    http::field::upgrade,
+                                    http::field::proxy_authenticate,
+                                    http::field::proxy_authorization,
+                                    http::field::content_length,
+                                    http::field::date};
 constexpr std::string_view dropped_unknown = "x-request-id";
 
 /// True when the Connection header's comma-separated options name `name` (those headers are
