@@ -8,6 +8,7 @@
 #include <array>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <limits>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -295,34 +296,63 @@ void upstream_exchange::do_read_head() {
   // Boost 1.74 compares a content length against an empty limit as "too large": use a
   // finite one. The sink enforces the real limits.
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-  auto on_head = [self = shared_from_this()](beast::error_code ec, std::size_t) {
-    handler_tail tail; // the owner's actor hears of the end once this read is done
-    if (ec) {
-      return self->on_failure(ec, self->classify(ec));
-    }
-    auto& r = self->result_;
-    r.first_byte = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - self->started_);
-    r.http_status = self->parser_->get().result_int();
-    r.head_received = true;
-    self->sink_->on_source(self->weak_from_this());
-    if (!self->sink_->on_head(self->parser_->get().base())) {
-      return self->finish(exchange_status::rejected, "response head refused");
-    }
-    if (self->parser_->is_done()) {
-      self->sink_->on_complete();
-      return self->finish(exchange_status::ok);
-    }
-    self->chunk_size_ = chunk_size_for(self->parser_->content_length());
-    self->chunk_.reset(new char[self->chunk_size_]);
-    self->read_body();
-  };
   if (conn_->buffer.capacity() < head_read_size) {
     conn_->buffer.reserve(head_read_size); // a head in one read, not in reads of 512 bytes
   }
+  read_head_some();
+}
+
+// Reads and parses by hand what `http::async_read_header` does through two composed
+// operations, each moving the type-erased executor and a work guard along (~1.5k
+// instructions per request). Any failure, an end of stream included, is the exchange's
+// failure: `classify` tells a cancellation and a timeout from a broken connection, as before.
+void upstream_exchange::read_head_some() {
+  auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    handler_tail tail; // the owner's actor hears of the end once this read is done
+    self->on_head_bytes(ec, n);
+  };
+  auto room = beast::read_size(conn_->buffer, body_read_size);
   conn_->visit([&](auto& stream) {
-    http::async_read_header(stream, conn_->buffer, *parser_, std::move(on_head));
+    stream.async_read_some(conn_->buffer.prepare(room), std::move(on_read));
   });
+}
+
+void upstream_exchange::on_head_bytes(beast::error_code ec, std::size_t n) {
+  if (ec) {
+    return on_failure(ec, classify(ec));
+  }
+  conn_->buffer.commit(n);
+  auto used = parser_->put(conn_->buffer.data(), ec);
+  conn_->buffer.consume(used);
+  if (ec == http::error::need_more) {
+    return read_head_some(); // a head parses whole: the buffer keeps its start meanwhile
+  }
+  if (ec) {
+    return on_failure(ec, classify(ec));
+  }
+  if (!parser_->is_header_done()) {
+    return read_head_some();
+  }
+  on_head();
+}
+
+void upstream_exchange::on_head() {
+  auto& r = result_;
+  r.first_byte = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - started_);
+  r.http_status = parser_->get().result_int();
+  r.head_received = true;
+  sink_->on_source(weak_from_this());
+  if (!sink_->on_head(parser_->get().base())) {
+    return finish(exchange_status::rejected, "response head refused");
+  }
+  if (parser_->is_done()) {
+    sink_->on_complete();
+    return finish(exchange_status::ok);
+  }
+  chunk_size_ = chunk_size_for(parser_->content_length());
+  chunk_.reset(new char[chunk_size_]);
+  read_body();
 }
 
 void upstream_exchange::read_body() {

@@ -123,6 +123,11 @@ private:
   void do_handshake();
   void do_write();
   void do_read_head();
+  /// Reads more of the response head (after `do_read_head` made the parser).
+  void read_head_some();
+  /// Parses what a read of the head brought; `on_head` once the head is whole.
+  void on_head_bytes(beast::error_code ec, std::size_t n);
+  void on_head();
   void read_body();
   void do_read_body();
   /// Gives the parser `chunk_`, empty, for the next piece of the body.
