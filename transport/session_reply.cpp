@@ -1,8 +1,29 @@
 #include "transport/session_reply.hpp"
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 
 namespace troupe::transport {
+
+namespace {
+
+/// True when `ex` runs its handlers on this thread now: the check `net::dispatch` makes before
+/// it runs a function in place, made here so that the common case (the response made on the
+/// session's own thread) skips dispatch's type-erased wrapping of the function (~0.5k
+/// instructions a call).
+bool runs_here(const net::any_io_executor& ex) {
+  using io_executor = net::io_context::executor_type;
+  if (auto* io = ex.target<io_executor>()) {
+    return io->running_in_this_thread();
+  }
+  if (auto* strand = ex.target<net::strand<io_executor>>()) {
+    return strand->running_in_this_thread();
+  }
+  return false;
+}
+
+} // namespace
 
 template <class F> void session_reply::on_strand(F&& f) {
   auto t = target_.lock();
@@ -10,6 +31,9 @@ template <class F> void session_reply::on_strand(F&& f) {
     return;
   }
   auto ex = t->executor();
+  if (runs_here(ex)) {
+    return f(*t);
+  }
   net::dispatch(ex, [t = std::move(t), f = std::forward<F>(f)]() mutable { f(*t); });
 }
 
@@ -72,14 +96,18 @@ void session_reply::on_disconnect(std::function<void()> f) {
     return f();
   }
   auto ex = t->executor();
-  net::dispatch(ex, [self = shared_from_this(), f = std::move(f)]() mutable {
+  auto install = [self = shared_from_this(), f = std::move(f)]() mutable {
     if (self->client_left_) {
       return f();
     }
     if (!self->gone_) {
       self->on_disconnect_ = std::move(f);
     }
-  });
+  };
+  if (runs_here(ex)) {
+    return install();
+  }
+  net::dispatch(ex, std::move(install));
 }
 
 } // namespace troupe::transport
