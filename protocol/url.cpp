@@ -5,9 +5,7 @@
 namespace troupe::protocol {
 
 std::string base_url::authority() const {
-  bool default_port = (scheme == "http" && port == 80) || (scheme == "https" && port == 443);
-  auto h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return default_port ? h : h + ":" + std::to_string(port);
+  return host_header(host, port, scheme == "https");
 }
 
 std::string base_url::canonical() const {

@@ -7,6 +7,13 @@
 
 namespace troupe::protocol {
 
+/// `host:port` as sent in the Host header: an IPv6 address in brackets, the port left out when
+/// it is the scheme's default (`secure`: https's 443, else http's 80).
+inline std::string host_header(const std::string& host, std::uint16_t port, bool secure) {
+  auto h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return port == (secure ? 443 : 80) ? h : h + ":" + std::to_string(port);
+}
+
 /// An `http://` or `https://` base URL of a worker, split into what a client needs.
 struct base_url {
   std::string scheme;     ///< `http` or `https`.

@@ -1,29 +1,8 @@
 #include "transport/session_reply.hpp"
 
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
+#include "transport/dispatch_inline.hpp"
 
 namespace troupe::transport {
-
-namespace {
-
-/// True when `ex` runs its handlers on this thread now: the check `net::dispatch` makes before
-/// it runs a function in place, made here so that the common case (the response made on the
-/// session's own thread) skips dispatch's type-erased wrapping of the function (~0.5k
-/// instructions a call).
-bool runs_here(const net::any_io_executor& ex) {
-  using io_executor = net::io_context::executor_type;
-  if (auto* io = ex.target<io_executor>()) {
-    return io->running_in_this_thread();
-  }
-  if (auto* strand = ex.target<net::strand<io_executor>>()) {
-    return strand->running_in_this_thread();
-  }
-  return false;
-}
-
-} // namespace
 
 template <class F> void session_reply::on_strand(F&& f) {
   auto t = target_.lock();
@@ -31,10 +10,7 @@ template <class F> void session_reply::on_strand(F&& f) {
     return;
   }
   auto ex = t->executor();
-  if (runs_here(ex)) {
-    return f(*t);
-  }
-  net::dispatch(ex, [t = std::move(t), f = std::forward<F>(f)]() mutable { f(*t); });
+  dispatch_inline(ex, [t = std::move(t), f = std::forward<F>(f)]() mutable { f(*t); });
 }
 
 void session_reply::respond(response res) {
@@ -104,10 +80,7 @@ void session_reply::on_disconnect(std::function<void()> f) {
       self->on_disconnect_ = std::move(f);
     }
   };
-  if (runs_here(ex)) {
-    return install();
-  }
-  net::dispatch(ex, std::move(install));
+  dispatch_inline(ex, std::move(install));
 }
 
 } // namespace troupe::transport

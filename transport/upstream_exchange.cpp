@@ -1,12 +1,12 @@
 #include "transport/upstream_exchange.hpp"
 
+#include "transport/dispatch_inline.hpp"
 #include "transport/handler_tail.hpp"
 #include "transport/header_fields.hpp"
 #include "transport/read_buffer.hpp"
 
 #include <algorithm>
 #include <array>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/read_size.hpp>
 #include <limits>
@@ -58,7 +58,7 @@ std::shared_ptr<upstream_exchange> upstream_exchange::start(std::shared_ptr<upst
                                                             done_handler done) {
   auto ex = std::make_shared<upstream_exchange>(std::move(pool), std::move(call), std::move(sink),
                                                 std::move(done));
-  net::dispatch(ex->conn_executor_, [ex] { ex->run(); });
+  dispatch_inline(ex->conn_executor_, [ex] { ex->run(); });
   return ex;
 }
 
@@ -125,7 +125,7 @@ void upstream_exchange::cancel() {
 }
 
 void upstream_exchange::pause() {
-  net::dispatch(conn_executor_, [self = shared_from_this()] { self->paused_ = true; });
+  dispatch_inline(conn_executor_, [self = shared_from_this()] { self->paused_ = true; });
 }
 
 void upstream_exchange::resume() {
@@ -325,7 +325,7 @@ void upstream_exchange::on_head_bytes(beast::error_code ec, std::size_t n) {
   auto used = parser_->put(conn_->buffer.data(), ec);
   conn_->buffer.consume(used);
   if (ec == http::error::need_more) {
-    return read_head_some(); // a head parses whole: the buffer keeps its start meanwhile
+    ec = {}; // a head parses whole: the buffer keeps its start until the rest arrives
   }
   if (ec) {
     return on_failure(ec, classify(ec));

@@ -1,5 +1,7 @@
 #include "transport/upstream_pool.hpp"
 
+#include "protocol/url.hpp"
+
 #include <sys/socket.h>
 
 namespace troupe::transport {
@@ -25,21 +27,13 @@ bool still_open(upstream_connection& conn) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-/// The Host header of `host`:`port`: the port left out when it is the scheme's default, an
-/// IPv6 address in brackets.
-std::string authority_of(const std::string& host, std::uint16_t port, bool secure) {
-  bool default_port = port == (secure ? 443 : 80);
-  auto bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return default_port ? bracketed : bracketed + ":" + std::to_string(port);
-}
-
 } // namespace
 
 upstream_pool::upstream_pool(net::io_context& ioc, std::string host, std::uint16_t port,
                              std::size_t max_idle, std::shared_ptr<net::ssl::context> tls,
                              bool use_strands)
     : ioc_(ioc), host_(std::move(host)), port_(port), max_idle_(max_idle), tls_(std::move(tls)),
-      use_strands_(use_strands), authority_(authority_of(host_, port_, tls_ != nullptr)) {}
+      use_strands_(use_strands), authority_(protocol::host_header(host_, port_, tls_ != nullptr)) {}
 
 upstream_pool::connection_ptr upstream_pool::acquire() {
   for (;;) {

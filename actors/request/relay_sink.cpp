@@ -17,9 +17,7 @@ namespace http = transport::http;
 namespace {
 
 /// Field names compare case-insensitively, in ASCII (no locale).
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && boost::beast::iequals(a, b);
-}
+using boost::beast::iequals;
 
 // Never relayed: hop-by-hop (RFC 9110 7.6.1), framing (the gateway frames its own answer),
 // and the request id (the gateway sets its own). Beast knows each name but the last, so a
