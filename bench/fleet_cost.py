@@ -4,7 +4,7 @@ instructions and heap allocations per request under `valgrind --tool=callgrind`,
 and fleet size. On a shared machine requests/s (bench/fleet_scale.py) moves by 30% between runs;
 these counts move by well under 1%, so they say whether the gateway's own work grows with the
 fleet. What they cannot see is the kernel's side (a cold socket per request at 4,000 workers):
-fleet_scale's system CPU and bench/fleet_nginx.py measure that.
+fleet_scale's system CPU and bench/fleet_proxies.py measure that.
 
 The fleet is bench/fake_worker.py's nginx on W loopback ports, registered by --worker-urls; the
 requests are fleet_scale's (1,000 sessions, each a session key and a shared-prefix prompt).

@@ -8,7 +8,8 @@ packages=(
   libcaf-dev libboost-dev libmsgpack-cxx-dev nlohmann-json3-dev catch2 libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libssl-dev openssl libcaf-openssl0.17 zlib1g-dev
   libxxhash-dev libjemalloc-dev
-  wrk nginx-light prometheus docker-compose python3 procps iproute2 gnuplot-nox
+  wrk nginx-light haproxy prometheus docker-compose python3 procps iproute2 gnuplot-nox
+  valgrind linux-perf
   clang-14 libclang-rt-14-dev llvm-14
 )
 if [[ "${1:-}" != "--no-browser" ]]; then
@@ -29,8 +30,9 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The packaged nginx and prometheus start system services; tests run their own instances.
-for svc in nginx prometheus prometheus-node-exporter; do
+# The packaged nginx, haproxy and prometheus start system services; tests and benchmarks run
+# their own instances.
+for svc in nginx haproxy prometheus prometheus-node-exporter; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" >/dev/null 2>&1 || true
   fi

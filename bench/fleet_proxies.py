@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""What a fleet of W workers costs a proxy that does no routing work per worker: nginx (one
-worker process, round robin over an `upstream` block of W servers, keepalive connections) in
-front of the same fake workers as bench/fleet_scale.py, side by side with troupe (round_robin),
-both pinned to one core. It separates what the gateway's data structures cost at W workers from
-what W distinct upstream connections cost any proxy on this machine (the kernel's per-socket
-state is cold when each request goes to another of W sockets).
+"""What a fleet of W workers costs other proxies: nginx (one worker process, round robin over
+an `upstream` block of W servers, keepalive connections) and HAProxy (one thread, `balance
+roundrobin` over a backend of W servers, `http-reuse always`) in front of the same fake workers
+as bench/fleet_scale.py, side by side with troupe (round_robin), each pinned to one core. It
+separates what the gateway's data structures cost at W workers from what W distinct upstream
+connections cost any proxy on this machine (the kernel's per-socket state is cold when each
+request goes to another of W sockets).
+
+nginx is not a clean reference for the second: its round robin walks every peer on each pick,
+and its keepalive cache is one list searched for the chosen peer's address, so it pays O(W)
+per request twice. HAProxy picks from a tree (O(log W)) and keeps idle connections per server.
 
 For each W and round: c=64 req/s, and the proxy's CPU per request (user and system, /proc).
 Ratios are to W=4 of the same proxy and round; medians over rounds.
 
-Usage: bench/fleet_nginx.py [--workers 4 4000] [--rounds 3] [--duration 3]
+Usage: bench/fleet_proxies.py [--workers 4 4000] [--rounds 3] [--duration 3]
+           [--proxies nginx haproxy troupe]
+Needs wrk, nginx, haproxy and taskset (scripts/install-deps.sh); a proxy whose program is
+missing is left out with a note.
 """
 
 import argparse
@@ -74,6 +82,58 @@ class NginxProxy:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def haproxy_conf(tmp, port, worker_ports):
+    servers = "\n".join(f"  server w{i} 127.0.0.1:{p}" for i, p in enumerate(worker_ports))
+    return f"""global
+  nbthread 1
+  maxconn 9000
+  pidfile {tmp}/haproxy.pid
+defaults
+  mode http
+  option http-keep-alive
+  http-reuse always
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  timeout http-keep-alive 60s
+frontend front
+  bind 127.0.0.1:{port} backlog 4096
+  default_backend fleet
+backend fleet
+  balance roundrobin
+{servers}
+"""
+
+
+class HAProxy:
+    def __init__(self, worker_ports, cpu):
+        self.port = free_port()
+        self.tmp = tempfile.mkdtemp(prefix="troupe-fleet-haproxy-")
+        conf = os.path.join(self.tmp, "haproxy.cfg")
+        with open(conf, "w") as f:
+            f.write(haproxy_conf(self.tmp, self.port, worker_ports))
+        haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        # -db: in the foreground, one process (no master): its CPU is what counts.
+        self.proc = subprocess.Popen(["taskset", "-c", str(cpu), haproxy, "-db", "-f", conf],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        fs.wait_until(lambda: fs.get(self.port, "/health", 1)[0] == 200, 30, "haproxy")
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def available(proxy):
+    if proxy == "troupe":
+        return True
+    return bool(shutil.which(proxy) or os.path.exists(f"/usr/sbin/{proxy}"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, nargs="+", default=[4, 4000])
@@ -82,9 +142,14 @@ def main():
     ap.add_argument("--gateway-cpu", default="0")
     ap.add_argument("--load-cpus", default="1")
     ap.add_argument("--build", default=os.path.join(fs.ROOT, "build"))
+    ap.add_argument("--proxies", nargs="+", choices=["nginx", "haproxy", "troupe"],
+                    default=["nginx", "haproxy", "troupe"])
     args = ap.parse_args()
+    proxies = [p for p in args.proxies if available(p)]
+    for p in set(args.proxies) - set(proxies):
+        print(f"note: {p} is not installed (scripts/install-deps.sh); left out", flush=True)
     binary = os.path.join(args.build, "apps", "troupe", "troupe")
-    tmp = tempfile.mkdtemp(prefix="troupe-fleet-nginx-lua-")
+    tmp = tempfile.mkdtemp(prefix="troupe-fleet-proxies-lua-")
     script = os.path.join(tmp, "chat.lua")
     with open(script, "w") as f:
         f.write(fs.WRK_LUA)
@@ -94,9 +159,12 @@ def main():
     try:
         for rnd in range(args.rounds):
             for w in args.workers:
-                for proxy in ("nginx", "troupe"):
+                for proxy in proxies:
                     if proxy == "nginx":
                         p = NginxProxy(ports[:w], args.gateway_cpu)
+                        port, pid = p.port, p.pid
+                    elif proxy == "haproxy":
+                        p = HAProxy(ports[:w], args.gateway_cpu)
                         port, pid = p.port, p.pid
                     else:
                         p = fs.Gateway(binary, "round_robin", workers.urls[:w], "flag",
@@ -109,14 +177,14 @@ def main():
                         p.stop()
                     r.update(round=rnd, workers=w, proxy=proxy)
                     rows.append(r)
-                    print(f"round {rnd + 1} {proxy:<6} W={w:<5} c=64 {r['rps']:8.0f} req/s "
+                    print(f"round {rnd + 1} {proxy:<7} W={w:<5} c=64 {r['rps']:8.0f} req/s "
                           f"p50 {r['p50_ms']:.3f} ms cpu {r['cpu_us']:.1f} us/req "
-                          f"(sys {r['sys_us']:.1f})", flush=True)
+                          f"(sys {r['sys_us']:.1f}) errors {r['non2xx'] + r['socket_errors']}", flush=True)
         small = min(args.workers)
         print("\nmedians over rounds; ratios to W=%d of the same proxy and round" % small)
-        print(f"{'proxy':<7}{'W':>6}{'req/s':>9}{'ratio':>7}{'cpu us':>8}{'user':>7}{'sys':>7}"
+        print(f"{'proxy':<8}{'W':>6}{'req/s':>9}{'ratio':>7}{'cpu us':>8}{'user':>7}{'sys':>7}"
               f"{'cpu x':>7}")
-        for proxy in ("nginx", "troupe"):
+        for proxy in proxies:
             for w in args.workers:
                 mine = [r for r in rows if r["proxy"] == proxy and r["workers"] == w]
 
@@ -124,7 +192,7 @@ def main():
                     return next(b for b in rows if b["proxy"] == proxy and
                                 b["workers"] == small and b["round"] == r["round"])
                 med = statistics.median
-                print(f"{proxy:<7}{w:>6}{med(r['rps'] for r in mine):>9.0f}"
+                print(f"{proxy:<8}{w:>6}{med(r['rps'] for r in mine):>9.0f}"
                       f"{med(r['rps'] / base(r)['rps'] for r in mine):>7.2f}"
                       f"{med(r['cpu_us'] for r in mine):>8.1f}"
                       f"{med(r['cpu_us'] - r['sys_us'] for r in mine):>7.1f}"
