@@ -53,6 +53,15 @@ http {{
   scgi_temp_path {tmp}/scgi;"""
 
 
+def nginx_workdir(prefix):
+    """A new temporary folder for an nginx of a benchmark, with the folders its config names
+    (nginx_preamble)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        os.makedirs(os.path.join(tmp, d), exist_ok=True)
+    return tmp
+
+
 def _conf(tmp, ports, chat_upstream=None):
     upstream = (f"upstream chat_upstream {{ server {chat_upstream}; keepalive 256; }}"
                 if chat_upstream else "")
@@ -80,9 +89,7 @@ class FakeWorkers:
     def __init__(self, ports, prefix=(), chat_upstream=None):
         self.ports = list(ports)
         self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
-        self.tmp = tempfile.mkdtemp(prefix="troupe-fake-worker-")
-        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            os.makedirs(os.path.join(self.tmp, d), exist_ok=True)
+        self.tmp = nginx_workdir("troupe-fake-worker-")
         conf = os.path.join(self.tmp, "nginx.conf")
         with open(conf, "w") as f:
             f.write(_conf(self.tmp, self.ports, chat_upstream))

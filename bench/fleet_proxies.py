@@ -27,11 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet_scale as fs  # noqa: E402
-from fake_worker import FakeWorkers, nginx_preamble  # noqa: E402
+from fake_worker import FakeWorkers, nginx_preamble, nginx_workdir  # noqa: E402
 from loopback import free_port  # noqa: E402
 
 
@@ -55,31 +54,41 @@ def nginx_proxy_conf(tmp, port, worker_ports):
 """
 
 
-class NginxProxy:
-    def __init__(self, worker_ports, cpu):
+class ProxyProcess:
+    """A proxy program on a config file of its own, pinned to `cpu`, serving on a free port:
+    `make_conf(tmp, port)` writes the config's text, `argv(conf)` is the command line."""
+
+    def __init__(self, name, tmp, conf_name, make_conf, argv, cpu):
+        self.name = name
         self.port = free_port()
-        self.tmp = tempfile.mkdtemp(prefix="troupe-fleet-nginx-")
-        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            os.makedirs(os.path.join(self.tmp, d), exist_ok=True)
-        conf = os.path.join(self.tmp, "nginx.conf")
+        self.tmp = tmp
+        conf = os.path.join(self.tmp, conf_name)
         with open(conf, "w") as f:
-            f.write(nginx_proxy_conf(self.tmp, self.port, worker_ports))
-        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.master = subprocess.Popen(["taskset", "-c", str(cpu), nginx, "-c", conf],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        fs.wait_until(lambda: fs.get(self.port, "/health", 1)[0] == 200, 30, "nginx proxy")
-        # The worker process does the proxying: its CPU is what counts.
-        out = subprocess.run(["pgrep", "-P", str(self.master.pid)], capture_output=True,
-                             text=True).stdout.split()
-        self.pid = int(out[0])
+            f.write(make_conf(self.tmp, self.port))
+        self.proc = subprocess.Popen(["taskset", "-c", str(cpu), *argv(conf)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        fs.wait_until(lambda: fs.get(self.port, "/health", 1)[0] == 200, 30, name)
+        self.pid = self.proc.pid
 
     def stop(self):
-        self.master.terminate()
+        self.proc.terminate()
         try:
-            self.master.wait(10)
+            self.proc.wait(10)
         except subprocess.TimeoutExpired:
-            self.master.kill()
+            self.proc.kill()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class NginxProxy(ProxyProcess):
+    def __init__(self, worker_ports, cpu):
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        super().__init__("nginx proxy", nginx_workdir("troupe-fleet-nginx-"), "nginx.conf",
+                         lambda tmp, port: nginx_proxy_conf(tmp, port, worker_ports),
+                         lambda conf: [nginx, "-c", conf], cpu)
+        # The worker process does the proxying: its CPU is what counts.
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                             text=True).stdout.split()
+        self.pid = int(out[0])
 
 
 def haproxy_conf(tmp, port, worker_ports):
@@ -105,27 +114,13 @@ backend fleet
 """
 
 
-class HAProxy:
+class HAProxy(ProxyProcess):
     def __init__(self, worker_ports, cpu):
-        self.port = free_port()
-        self.tmp = tempfile.mkdtemp(prefix="troupe-fleet-haproxy-")
-        conf = os.path.join(self.tmp, "haproxy.cfg")
-        with open(conf, "w") as f:
-            f.write(haproxy_conf(self.tmp, self.port, worker_ports))
         haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
         # -db: in the foreground, one process (no master): its CPU is what counts.
-        self.proc = subprocess.Popen(["taskset", "-c", str(cpu), haproxy, "-db", "-f", conf],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        fs.wait_until(lambda: fs.get(self.port, "/health", 1)[0] == 200, 30, "haproxy")
-        self.pid = self.proc.pid
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        super().__init__("haproxy", tempfile.mkdtemp(prefix="troupe-fleet-haproxy-"),
+                         "haproxy.cfg", lambda tmp, port: haproxy_conf(tmp, port, worker_ports),
+                         lambda conf: [haproxy, "-db", "-f", conf], cpu)
 
 
 def available(proxy):
