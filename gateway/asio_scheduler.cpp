@@ -14,7 +14,6 @@
 #include <caf/scheduler/coordinator.hpp>
 #include <mutex>
 #include <thread>
-#include <unordered_set>
 
 namespace troupe::gateway {
 
@@ -101,10 +100,7 @@ thread_local asio_execution_unit::follow_queue* asio_execution_unit::current = n
 
 /// CAF's actor clock on one asio timer. Setting a timeout arms the timer when it is the
 /// earliest; cancelling one (every terminating actor does) only edits the schedule: no
-/// thread is woken. An actor that never set a timeout (a request's: it asks with
-/// `caf::infinite`) ends without a search of the schedule's index by actor, which holds an
-/// entry per waiting actor (one per worker at least: each proxy's next health check waits
-/// in one, actors/send_later.hpp), so that its cost does not grow with the fleet.
+/// thread is woken.
 class asio_clock final : public caf::detail::thread_safe_actor_clock {
 public:
   using super = caf::detail::simple_actor_clock;
@@ -114,7 +110,6 @@ public:
   void set_ordinary_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
                             uint64_t id) override {
     std::lock_guard guard{mx_};
-    timed_.insert(self->id());
     super::set_ordinary_timeout(t, self, type, id);
     arm();
   }
@@ -122,14 +117,12 @@ public:
   void set_multi_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
                          uint64_t id) override {
     std::lock_guard guard{mx_};
-    timed_.insert(self->id());
     super::set_multi_timeout(t, self, type, id);
     arm();
   }
 
   void set_request_timeout(time_point t, caf::abstract_actor* self, caf::message_id id) override {
     std::lock_guard guard{mx_};
-    timed_.insert(self->id());
     super::set_request_timeout(t, self, id);
     arm();
   }
@@ -155,9 +148,6 @@ public:
       return;
     }
     std::lock_guard guard{mx_};
-    if (timed_.erase(self->id()) == 0) {
-      return; // it never set one
-    }
     super::cancel_timeouts(self);
   }
 
@@ -179,7 +169,6 @@ public:
     std::lock_guard guard{mx_};
     clearing_.store(std::this_thread::get_id());
     super::cancel_all();
-    timed_.clear();
     clearing_.store(std::thread::id{});
     timer_.cancel();
     armed_ = time_point::max();
@@ -215,9 +204,6 @@ private:
   }
 
   std::mutex mx_;
-  /// The actors that set a timeout since they started (entries leave at their end): one
-  /// missing from it has none to cancel. Requires mx_.
-  std::unordered_set<caf::actor_id> timed_;
   std::atomic<std::thread::id> clearing_{};
   net::steady_timer timer_;
   time_point armed_ = time_point::max();
