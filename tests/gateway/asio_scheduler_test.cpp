@@ -5,8 +5,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/after.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/send.hpp>
 #include <caf/sec.hpp>
+#include <caf/send.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
@@ -25,8 +25,7 @@ struct asio_system {
   caf::actor_system_config cfg;
   troupe::gateway::asio_scheduler scheduler{cfg, ioc};
   std::unique_ptr<caf::actor_system> sys;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
-      ioc.get_executor()};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
   std::thread runner;
 
   asio_system() {
@@ -51,10 +50,11 @@ caf::actor waiter(caf::actor_system& sys, std::chrono::milliseconds delay,
   return sys.spawn([delay, fired](caf::event_based_actor* self) -> caf::behavior {
     return {
         [self](int) { self->quit(); },
-        caf::after(delay) >> [self, fired] {
-          fired->set_value();
-          self->quit();
-        },
+        caf::after(delay) >>
+            [self, fired] {
+              fired->set_value();
+              self->quit();
+            },
     };
   });
 }
