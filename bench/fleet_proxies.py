@@ -54,12 +54,17 @@ def nginx_proxy_conf(tmp, port, worker_ports):
 """
 
 
+def program(name):
+    """The path of the program `name` (on PATH or in /usr/sbin), or None."""
+    path = shutil.which(name) or f"/usr/sbin/{name}"
+    return path if os.path.exists(path) else None
+
+
 class ProxyProcess:
     """A proxy program on a config file of its own, pinned to `cpu`, serving on a free port:
     `make_conf(tmp, port)` writes the config's text, `argv(conf)` is the command line."""
 
     def __init__(self, name, tmp, conf_name, make_conf, argv, cpu):
-        self.name = name
         self.port = free_port()
         self.tmp = tmp
         conf = os.path.join(self.tmp, conf_name)
@@ -81,7 +86,7 @@ class ProxyProcess:
 
 class NginxProxy(ProxyProcess):
     def __init__(self, worker_ports, cpu):
-        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        nginx = program("nginx")
         super().__init__("nginx proxy", nginx_workdir("troupe-fleet-nginx-"), "nginx.conf",
                          lambda tmp, port: nginx_proxy_conf(tmp, port, worker_ports),
                          lambda conf: [nginx, "-c", conf], cpu)
@@ -116,7 +121,7 @@ backend fleet
 
 class HAProxy(ProxyProcess):
     def __init__(self, worker_ports, cpu):
-        haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        haproxy = program("haproxy")
         # -db: in the foreground, one process (no master): its CPU is what counts.
         super().__init__("haproxy", tempfile.mkdtemp(prefix="troupe-fleet-haproxy-"),
                          "haproxy.cfg", lambda tmp, port: haproxy_conf(tmp, port, worker_ports),
@@ -124,9 +129,7 @@ class HAProxy(ProxyProcess):
 
 
 def available(proxy):
-    if proxy == "troupe":
-        return True
-    return bool(shutil.which(proxy) or os.path.exists(f"/usr/sbin/{proxy}"))
+    return proxy == "troupe" or program(proxy) is not None
 
 
 def main():

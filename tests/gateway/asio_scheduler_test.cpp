@@ -117,8 +117,8 @@ TEST_CASE("the asio clock ends a request that gets no answer in time with reques
   auto got = outcome->get_future();
   s.sys->spawn([mute, outcome](caf::event_based_actor* self) {
     self->request(mute, 100ms, 1)
-        .then([self, outcome](int) { outcome->set_value(caf::error{}); },
-              [self, outcome](caf::error& err) { outcome->set_value(std::move(err)); });
+        .then([outcome](int) { outcome->set_value(caf::error{}); },
+              [outcome](caf::error& err) { outcome->set_value(std::move(err)); });
   });
   REQUIRE(got.wait_for(5s) == std::future_status::ready);
   CHECK(got.get() == caf::sec::request_timeout);
