@@ -64,8 +64,9 @@ selection selection_for(const request_state& st, protocol::worker_type role,
   sel.model = st.facts.model.value_or("");
   sel.role = role;
   sel.exclude = st.tried;
-  sel.routing_key = routing_key(st.in->req);
-  sel.target = target_worker(st.in->req);
+  auto hints = affinity_hints_of(st.in->req);
+  sel.routing_key = std::move(hints.routing_key);
+  sel.target = std::move(hints.target);
   sel.prompt = st.prompt;
   sel.provider = st.op->provider;
   sel.prefer = prefer;

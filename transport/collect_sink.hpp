@@ -2,6 +2,8 @@
 
 #include "transport/upstream_exchange.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <string>
 
 namespace troupe::transport {
@@ -12,11 +14,13 @@ public:
   /// A sink keeping at most `limit` body bytes.
   explicit collect_sink(std::size_t limit) : limit_(limit) {}
 
-  bool on_head(const http::response_header<>& head) override {
+  bool on_head(const response_head& head) override {
     status_ = head.result_int();
     content_type_ = std::string(head[http::field::content_type]);
-    if (auto len = head[http::field::content_length]; !len.empty()) {
-      body_.reserve(std::min<std::size_t>(limit_, std::strtoull(len.data(), nullptr, 10)));
+    auto len = head[http::field::content_length];
+    std::size_t n = 0;
+    if (std::from_chars(len.data(), len.data() + len.size(), n).ec == std::errc{}) {
+      body_.reserve(std::min(limit_, n)); // (the parser checked the length; it only sizes)
     }
     return true;
   }

@@ -17,20 +17,8 @@ namespace troupe::transport {
 
 namespace {
 
-/// Largest piece of body read at once; a body of known length smaller than this gets a buffer
-/// of its size (the buffer is never zero-filled: it is written before it is read).
-constexpr std::size_t max_chunk_size = 64 * 1024;
-
 /// The least room a response head read has.
 constexpr std::size_t head_read_size = 4096;
-
-/// The read buffer for a body of `content_length` bytes (unknown: a streamed body).
-std::size_t chunk_size_for(boost::optional<std::uint64_t> content_length) {
-  if (!content_length) {
-    return 16 * 1024;
-  }
-  return static_cast<std::size_t>(std::clamp<std::uint64_t>(*content_length, 1, max_chunk_size));
-}
 
 } // namespace
 
@@ -292,7 +280,7 @@ void upstream_exchange::do_write() {
 }
 
 void upstream_exchange::do_read_head() {
-  parser_.emplace();
+  parser_.emplace(*sink_);
   // Boost 1.74 compares a content length against an empty limit as "too large": use a
   // finite one. The sink enforces the real limits.
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
@@ -322,8 +310,7 @@ void upstream_exchange::on_head_bytes(beast::error_code ec, std::size_t n) {
     return on_failure(ec, classify(ec));
   }
   conn_->buffer.commit(n);
-  auto used = parser_->put(conn_->buffer.data(), ec);
-  conn_->buffer.consume(used);
+  auto used = parser_->parse_head(conn_->buffer.data(), ec);
   if (ec == http::error::need_more) {
     ec = {}; // a head parses whole: the buffer keeps its start until the rest arrives
   }
@@ -333,41 +320,40 @@ void upstream_exchange::on_head_bytes(beast::error_code ec, std::size_t n) {
   if (!parser_->is_header_done()) {
     return read_head_some();
   }
-  on_head();
-}
-
-void upstream_exchange::on_head() {
-  auto& r = result_;
-  r.first_byte = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - started_);
-  r.http_status = parser_->get().result_int();
-  r.head_received = true;
-  sink_->on_source(weak_from_this());
-  if (!sink_->on_head(parser_->get().base())) {
+  auto accepted = deliver_head(); // while the head's bytes are still in the buffer
+  conn_->buffer.consume(used);
+  if (!accepted) {
     return finish(exchange_status::rejected, "response head refused");
   }
   if (parser_->is_done()) {
     sink_->on_complete();
     return finish(exchange_status::ok);
   }
-  chunk_size_ = chunk_size_for(parser_->content_length());
-  chunk_.reset(new char[chunk_size_]);
   read_body();
+}
+
+bool upstream_exchange::deliver_head() {
+  auto& r = result_;
+  r.first_byte = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - started_);
+  r.http_status = parser_->status();
+  r.head_received = true;
+  sink_->on_source(weak_from_this());
+  return sink_->on_head(parser_->head());
 }
 
 void upstream_exchange::read_body() {
   // Most answers arrive whole: the body bytes read along with the head are parsed here, not by
   // an asynchronous read, which Beast completes with a posted handler when it needs no I/O (a
-  // reactor pass more per request).
+  // reactor pass more per request). Each piece goes to the sink as it is parsed.
   while (conn_->buffer.size() > 0 && !parser_->is_done() && !paused_) {
-    offer_chunk();
     beast::error_code ec;
     auto used = parser_->put(conn_->buffer.data(), ec);
     conn_->buffer.consume(used);
     if (ec == http::error::need_more) {
       break; // the rest of a chunk's framing is still to come: read it
     }
-    if (!take_piece(ec)) {
+    if (!body_read_ok(ec)) {
       return;
     }
     if (used == 0) {
@@ -384,17 +370,10 @@ void upstream_exchange::read_body() {
   do_read_body();
 }
 
-bool upstream_exchange::take_piece(beast::error_code ec) {
-  if (ec == http::error::need_buffer) {
-    ec = {}; // the chunk is full: its piece goes out, the next read takes a fresh one
-  }
-  auto n = chunk_size_ - parser_->get().body().size;
-  if (n > 0) {
-    result_.body_bytes += n;
-    if (!sink_->on_body(std::string_view{chunk_.get(), n})) {
-      finish(exchange_status::rejected, "response body refused");
-      return false;
-    }
+bool upstream_exchange::body_read_ok(beast::error_code ec) {
+  if (parser_->refused()) {
+    finish(exchange_status::rejected, "response body refused");
+    return false;
   }
   if (ec) {
     on_failure(ec, classify(ec));
@@ -403,17 +382,10 @@ bool upstream_exchange::take_piece(beast::error_code ec) {
   return true;
 }
 
-void upstream_exchange::offer_chunk() {
-  auto& body = parser_->get().body();
-  body.data = chunk_.get();
-  body.size = chunk_size_;
-}
-
 void upstream_exchange::do_read_body() {
-  offer_chunk();
   auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     handler_tail tail; // the owner's actor hears of the end once this read is done
-    if (!self->take_piece(ec)) {
+    if (!self->body_read_ok(ec)) {
       return;
     }
     self->read_body();
@@ -469,6 +441,7 @@ void upstream_exchange::finish(exchange_status status, std::string detail) {
     pool_->discard(std::move(conn_));
   }
   result_.status = status;
+  result_.body_bytes = parser_ ? parser_->body_bytes() : 0;
   result_.detail = std::move(detail);
   auto done = std::move(done_);
   sink_.reset();

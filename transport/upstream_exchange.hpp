@@ -4,6 +4,8 @@
 #include "transport/flow_control.hpp"
 #include "transport/http_types.hpp"
 #include "transport/lazy_deadline.hpp"
+#include "transport/response_head.hpp"
+#include "transport/response_parser.hpp"
 #include "transport/upstream_pool.hpp"
 
 #include <atomic>
@@ -57,10 +59,12 @@ public:
   /// pauses it while the client falls behind. The default ignores it.
   virtual void on_source(std::weak_ptr<flow_source> source) { (void)source; }
 
-  /// The status line and headers arrived. Return false to abort the exchange (`rejected`).
-  virtual bool on_head(const http::response_header<>& head) = 0;
+  /// The status line and headers arrived (views into the bytes read: copy what is kept).
+  /// Return false to abort the exchange (`rejected`).
+  virtual bool on_head(const response_head& head) = 0;
 
-  /// A piece of the body, delivered as soon as it is read. Return false to abort (`rejected`).
+  /// A piece of the body, delivered as soon as it is parsed (a view into the read buffer).
+  /// Return false to abort (`rejected`).
   virtual bool on_body(std::string_view piece) = 0;
 
   /// The whole body was read.
@@ -125,16 +129,16 @@ private:
   void do_read_head();
   /// Reads more of the response head (after `do_read_head` made the parser).
   void read_head_some();
-  /// Parses what a read of the head brought; `on_head` once the head is whole.
+  /// Parses what a read of the head brought; the sink gets the head once it is whole.
   void on_head_bytes(beast::error_code ec, std::size_t n);
-  void on_head();
+  /// Hands the parsed head to the sink (its bytes still in the buffer); false if refused.
+  bool deliver_head();
+  /// Parses the body bytes in the buffer (the parser hands them to the sink), then reads more.
   void read_body();
   void do_read_body();
-  /// Gives the parser `chunk_`, empty, for the next piece of the body.
-  void offer_chunk();
-  /// Hands the body piece the parser just put in `chunk_` to the sink; false when the
-  /// exchange ended (the sink refused it, or `ec` is a failure).
-  bool take_piece(beast::error_code ec);
+  /// After a read of the body: false when the exchange ended (the sink refused a piece, or
+  /// `ec` is a failure).
+  bool body_read_ok(beast::error_code ec);
   void park();
   void on_resume();
   void on_failure(beast::error_code ec, exchange_status status);
@@ -149,11 +153,9 @@ private:
   std::chrono::steady_clock::time_point deadline_;
   std::shared_ptr<response_sink> sink_;
   done_handler done_;
-  std::optional<http::response_parser<http::buffer_body>> parser_;
+  std::optional<response_parser> parser_;
   std::chrono::steady_clock::time_point started_;
   exchange_result result_;
-  std::unique_ptr<char[]> chunk_;
-  std::size_t chunk_size_ = 0;
   bool retried_ = false;
   bool finished_ = false;
   bool paused_ = false;    ///< Asked to stop reading the body.

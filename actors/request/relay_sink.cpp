@@ -74,7 +74,7 @@ template <class Field> bool relayed(const Field& f, std::string_view connection)
 }
 
 /// `relayable_headers` with the value of `head`'s first Connection field already found.
-transport::header_list relayable_headers(const http::response_header<>& head,
+transport::header_list relayable_headers(const transport::response_head& head,
                                          std::string_view connection) {
   transport::header_list out;
   for (auto& f : head) {
@@ -87,7 +87,7 @@ transport::header_list relayable_headers(const http::response_header<>& head,
 
 /// The relayable fields of `head` written once, for the client's response as it is; `own`,
 /// when given, names a field the gateway sets itself (the worker's is left out).
-transport::serialized_head relayed_head(const http::response_header<>& head,
+transport::serialized_head relayed_head(const transport::response_head& head,
                                         std::string_view connection, std::string_view own = {}) {
   transport::serialized_head out{head.result_int(), {}};
   out.fields.reserve(256);
@@ -102,7 +102,7 @@ transport::serialized_head relayed_head(const http::response_header<>& head,
 
 } // namespace
 
-transport::header_list relayable_headers(const http::response_header<>& head) {
+transport::header_list relayable_headers(const transport::response_head& head) {
   std::array<std::optional<std::string_view>, 1> connection;
   transport::first_fields(head, std::array{http::field::connection}, connection);
   return relayable_headers(head, connection[0].value_or(std::string_view{}));
@@ -119,7 +119,7 @@ void relay_sink::on_source(std::weak_ptr<transport::flow_source> source) {
   source_ = std::move(source);
 }
 
-bool relay_sink::on_head(const http::response_header<>& head) {
+bool relay_sink::on_head(const transport::response_head& head) {
   status_ = head.result_int();
   std::array<std::optional<std::string_view>, read_fields.size()> read;
   transport::first_fields(head, read_fields, read);

@@ -31,7 +31,7 @@ public:
              std::size_t error_body_limit = 64 * 1024, response_observer observer = {});
 
   void on_source(std::weak_ptr<transport::flow_source> source) override;
-  bool on_head(const transport::http::response_header<>& head) override;
+  bool on_head(const transport::response_head& head) override;
   bool on_body(std::string_view piece) override;
   void on_complete() override;
 
@@ -96,6 +96,6 @@ private:
 
 /// Response headers of a worker that the client may see: hop-by-hop ones (RFC 9110 7.6.1,
 /// including those the Connection header names) and framing removed.
-transport::header_list relayable_headers(const transport::http::response_header<>& head);
+transport::header_list relayable_headers(const transport::response_head& head);
 
 } // namespace troupe::actors

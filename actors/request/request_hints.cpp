@@ -1,8 +1,10 @@
 #include "actors/request/request_hints.hpp"
 
 #include "protocol/prompt.hpp"
+#include "transport/header_fields.hpp"
 
 #include <array>
+#include <optional>
 
 namespace troupe::actors {
 
@@ -14,20 +16,24 @@ constexpr std::array<std::string_view, 4> key_headers{"x-smg-routing-key", "x-ro
 
 } // namespace
 
-std::string routing_key(const transport::request& req) {
-  for (auto name : key_headers) {
-    if (auto it = req.find(name); it != req.end() && !it->value().empty()) {
-      return std::string(it->value());
+affinity_hints affinity_hints_of(const transport::request& req) {
+  // One pass over the fields for the five names (a `find` per name is a case-insensitive tree
+  // search, ~80-100 instructions each, for headers a request rarely has).
+  constexpr std::array<std::string_view, key_headers.size() + 1> names{
+      key_headers[0], key_headers[1], key_headers[2], key_headers[3], "x-smg-target-worker"};
+  std::array<std::optional<std::string_view>, names.size()> first;
+  transport::first_fields(req, names, first);
+  affinity_hints out;
+  for (std::size_t i = 0; i < key_headers.size(); ++i) {
+    if (first[i] && !first[i]->empty()) {
+      out.routing_key = std::string(*first[i]);
+      break;
     }
   }
-  return {};
-}
-
-std::string target_worker(const transport::request& req) {
-  if (auto it = req.find("x-smg-target-worker"); it != req.end()) {
-    return std::string(it->value());
+  if (first.back()) {
+    out.target = std::string(*first.back());
   }
-  return {};
+  return out;
 }
 
 bool matches_prompts(const std::string& policy_name) {

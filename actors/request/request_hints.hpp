@@ -14,13 +14,18 @@
 
 namespace troupe::actors {
 
-/// The request's routing key: the first non-empty of `x-smg-routing-key` (smg's header),
-/// `x-routing-key`, `x-session-id`, `x-user-id`; empty when none is given.
-std::string routing_key(const transport::request& req);
+/// What a request's headers ask of the policies.
+struct affinity_hints {
+  /// The first non-empty of `x-smg-routing-key` (smg's header), `x-routing-key`,
+  /// `x-session-id`, `x-user-id`; empty when none is given.
+  std::string routing_key;
+  /// smg's `X-SMG-Target-Worker`: the worker the request must go to (an id, a URL or an
+  /// index), empty when not given (docs/policies.md, "The target-worker header").
+  std::string target;
+};
 
-/// smg's `X-SMG-Target-Worker`: the worker the request must go to (an id, a URL or an index),
-/// empty when not given (docs/policies.md, "The target-worker header").
-std::string target_worker(const transport::request& req);
+/// Both hints of `req`, read in one pass over its fields.
+affinity_hints affinity_hints_of(const transport::request& req);
 
 /// True when the policy named `name` reads prompts (`cache_aware`, `prefix_hash`, `bucket`):
 /// only then is a request's prompt worth keeping for it.

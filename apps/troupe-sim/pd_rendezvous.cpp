@@ -17,7 +17,7 @@ constexpr auto retry_after = 20ms;
 /// Ignores the body of a poll answer: the status says it all.
 class discard_sink final : public transport::response_sink {
 public:
-  bool on_head(const transport::http::response_header<>&) override { return true; }
+  bool on_head(const transport::response_head&) override { return true; }
   bool on_body(std::string_view) override { return true; }
   void on_complete() override {}
 };

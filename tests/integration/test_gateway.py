@@ -203,11 +203,14 @@ class BusyPollTest(ProcessTestCase):
         io = self.io_view(gw)
         # Given explicitly, the budget holds whatever the machine (quota, haltpoll).
         self.assertEqual((io["threads"], io["busy_poll_us"]), (1, 500), io)
-        self.assertGreaterEqual(io["busy_poll"]["spins"] + io["busy_poll"]["vetoes"], 20, io)
-        # Between two requests the io thread ran out of work: it polled, or (on a machine
-        # whose CPUs are all wanted) slept at once and counted the veto.
-        self.assertGreaterEqual(m["troupe_io_busy_poll_spins_total"]
-                                + m["troupe_io_busy_poll_vetoes_total"], 20, m)
+        # Each time the io thread ran out of work it polled, or (on a machine whose CPUs are
+        # all wanted) slept at once and counted the veto. How often it ran out is the
+        # machine's timing (a preempted thread finds the next event ready: no gap), so the
+        # bound is that it happened and was counted, not once per request.
+        polled = m["troupe_io_busy_poll_spins_total"] + m["troupe_io_busy_poll_vetoes_total"]
+        self.assertGreaterEqual(polled, 1, m)
+        # The admin view, read after /metrics, counts the same (monotonic) totals.
+        self.assertGreaterEqual(io["busy_poll"]["spins"] + io["busy_poll"]["vetoes"], polled, io)
         self.assertLessEqual(m["troupe_io_busy_poll_hits_total"],
                              m["troupe_io_busy_poll_spins_total"], m)
         self.assertGreaterEqual(m["troupe_io_busy_poll_seconds_total"], 0, m)

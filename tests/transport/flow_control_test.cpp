@@ -231,7 +231,7 @@ struct held_stream_worker {
 class pausing_sink final : public response_sink {
 public:
   void on_source(std::weak_ptr<flow_source> source) override { source_ = std::move(source); }
-  bool on_head(const http::response_header<>&) override { return true; }
+  bool on_head(const response_head&) override { return true; }
   bool on_body(std::string_view piece) override {
     std::lock_guard guard{mx_};
     body_.append(piece);
