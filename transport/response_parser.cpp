@@ -9,7 +9,32 @@ namespace troupe::transport {
 std::size_t response_parser::parse_head(net::const_buffer buffer, beast::error_code& ec) {
   input_begin_ = static_cast<const char*>(buffer.data());
   input_end_ = input_begin_ + buffer.size();
-  return put(buffer, ec);
+  auto used = put(buffer, ec);
+  if (ec == http::error::need_more && !is_header_done()) {
+    // Beast parsed the start line and whole fields it had and left the rest for the next
+    // call; the bytes it parsed leave the buffer (which may move as it grows): keep copies.
+    keep_fields();
+  }
+  return used;
+}
+
+bool response_parser::in_input(std::string_view v) const noexcept {
+  return v.data() >= input_begin_ && v.data() + v.size() <= input_end_;
+}
+
+std::string_view response_parser::keep(std::string_view v) {
+  return kept_.emplace_front(v);
+}
+
+void response_parser::keep_fields() {
+  for (auto& f : fields_) {
+    if (in_input(f.name_text)) {
+      f.name_text = keep(f.name_text);
+    }
+    if (in_input(f.value_text)) {
+      f.value_text = keep(f.value_text);
+    }
+  }
 }
 
 void response_parser::on_request_impl(http::verb, beast::string_view, beast::string_view, int,
@@ -27,8 +52,8 @@ void response_parser::on_field_impl(http::field name, beast::string_view name_st
     return; // a trailer of a chunked body: nothing reads it
   }
   head_field f{name, name_string, value};
-  if (value.data() < input_begin_ || value.data() + value.size() > input_end_) {
-    f.value_text = unfolded_.emplace_front(value);
+  if (!in_input(value)) {
+    f.value_text = keep(value); // unfolded by Beast into a buffer that dies with the parse
   }
   fields_.push_back(f);
 }

@@ -26,11 +26,14 @@ public:
   explicit response_parser(response_sink& sink) noexcept : sink_(&sink) {}
 
   /// `put` for bytes of the head: fields are kept as views into `buffer`, so `head()` is valid
-  /// until those bytes leave the buffer.
+  /// until those bytes leave the buffer. Fields parsed by a call that still needs more are
+  /// copied: the caller consumes the bytes it used, always.
   std::size_t parse_head(net::const_buffer buffer, beast::error_code& ec);
 
   /// The status and fields parsed (once `is_header_done()`; see `parse_head`).
-  response_head head() const noexcept { return response_head{status_, {fields_.data(), fields_.size()}}; }
+  response_head head() const noexcept {
+    return response_head{status_, {fields_.data(), fields_.size()}};
+  }
 
   /// The status code (once `is_header_done()`).
   unsigned status() const noexcept { return status_; }
@@ -58,14 +61,22 @@ private:
 
   /// Hands `piece` to the sink; a refusal fails the parse.
   std::size_t deliver(std::string_view piece, beast::error_code& ec);
+  /// True when `v` lies in the buffer given to the current `parse_head`.
+  bool in_input(std::string_view v) const noexcept;
+  /// A copy of `v` that lives as long as the parser.
+  std::string_view keep(std::string_view v);
+  /// Copies the fields still viewing the current input (a head split over reads).
+  void keep_fields();
 
   response_sink* sink_;
   unsigned status_ = 0;
   /// The fields, views into the buffer `parse_head` was given (a response rarely has more).
   boost::container::small_vector<head_field, 16> fields_;
-  /// Values Beast unfolded (obsolete line folding) into a buffer of its own that does not
-  /// outlive the parse: copied here. Never touched by a well-formed worker.
-  std::forward_list<std::string> unfolded_;
+  /// Copies of what must outlive the bytes parsed (never touched by a head that arrives in one
+  /// read without obsolete line folding): values Beast unfolded into a buffer of its own that
+  /// dies with the parse call, and the fields of a head split over reads, parsed in part by a
+  /// call whose bytes then leave the buffer.
+  std::forward_list<std::string> kept_;
   const char* input_begin_ = nullptr;
   const char* input_end_ = nullptr;
   std::size_t body_bytes_ = 0;

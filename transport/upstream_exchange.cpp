@@ -316,12 +316,13 @@ void upstream_exchange::on_head_bytes(beast::error_code ec, std::size_t n) {
   conn_->buffer.commit(n);
   auto used = parser_->parse_head(conn_->buffer.data(), ec);
   if (ec == http::error::need_more) {
-    ec = {}; // a head parses whole: the buffer keeps its start until the rest arrives
+    ec = {};
   }
   if (ec) {
     return on_failure(ec, classify(ec));
   }
   if (!parser_->is_header_done()) {
+    conn_->buffer.consume(used); // the start line and whole fields, when the head is split
     return read_head_some();
   }
   auto accepted = deliver_head(); // while the head's bytes are still in the buffer

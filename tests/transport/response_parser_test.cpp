@@ -1,5 +1,4 @@
 #include "transport/response_parser.hpp"
-
 #include "transport/upstream_exchange.hpp"
 
 #include <catch2/catch.hpp>
@@ -65,8 +64,7 @@ TEST_CASE("a head's fields are seen in order, known ones by their enum") {
   CHECK(head.result_int() == 201);
   CHECK(p.status() == 201);
   CHECK(lines_of(head) == std::vector<std::string>{"Content-Type: application/json",
-                                                   "X-Custom: padded value",
-                                                   "Content-Length: 2"});
+                                                   "X-Custom: padded value", "Content-Length: 2"});
   CHECK(head[http::field::content_type] == "application/json");
   CHECK(head[http::field::content_length] == "2");
   CHECK(head[http::field::connection].empty());
@@ -152,4 +150,59 @@ TEST_CASE("HTTP/1.0 and Connection: close end the connection's reuse") {
     CHECK(p.is_done());
     CHECK_FALSE(p.keep_alive());
   }
+}
+
+TEST_CASE("a head split over reads keeps the fields parsed before the bytes left") {
+  recording_sink sink;
+  response_parser p{sink};
+  p.body_limit(std::uint64_t(-1));
+  // As an exchange reads: Beast parses the start line and the whole fields of the first read
+  // and reports it needs more; the caller consumes those bytes, and its buffer may then move
+  // or be overwritten before the rest arrives.
+  std::string first = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-One: 1\r\nX-Tw";
+  beast::error_code ec;
+  auto used = p.parse_head(net::buffer(first), ec);
+  REQUIRE(ec == http::error::need_more);
+  REQUIRE_FALSE(p.is_header_done());
+  REQUIRE(used > 0);
+  std::string rest = first.substr(used) + "o: 2\r\nContent-Length: 0\r\n\r\n";
+  std::fill(first.begin(), first.end(), '#'); // the old bytes are gone
+  used = p.parse_head(net::buffer(rest), ec);
+  REQUIRE_FALSE(ec);
+  REQUIRE(p.is_done());
+  CHECK(used == rest.size());
+  CHECK(lines_of(p.head()) == std::vector<std::string>{"Content-Type: application/json", "X-One: 1",
+                                                       "X-Two: 2", "Content-Length: 0"});
+  CHECK(p.head()[http::field::content_type] == "application/json");
+}
+
+TEST_CASE("a head dribbled a byte at a time parses as one read does") {
+  std::string bytes = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nX-Folded: a\r\n b\r\n"
+                      "Content-Length: 4\r\n\r\nnope";
+  recording_sink sink;
+  response_parser p{sink};
+  p.body_limit(std::uint64_t(-1));
+  std::string buffer; // what an exchange's read buffer holds: the bytes not yet consumed
+  std::vector<std::string> head_lines;
+  beast::error_code ec;
+  for (char c : bytes) {
+    buffer.push_back(c);
+    bool head_done = p.is_header_done();
+    auto used = head_done ? p.put(net::buffer(buffer), ec) : p.parse_head(net::buffer(buffer), ec);
+    if (ec == http::error::need_more) {
+      ec = {};
+    }
+    REQUIRE_FALSE(ec);
+    if (!head_done && p.is_header_done()) {
+      head_lines = lines_of(p.head()); // as the exchange does: before the bytes go
+    }
+    // The bytes used leave the buffer, and the memory they were in is reused.
+    std::fill(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(used), '#');
+    buffer.erase(0, used);
+  }
+  CHECK(p.is_done());
+  CHECK(p.status() == 404);
+  CHECK(sink.body == "nope");
+  CHECK(head_lines ==
+        std::vector<std::string>{"Content-Type: text/plain", "X-Folded: a b", "Content-Length: 4"});
 }

@@ -31,8 +31,8 @@ TEST_CASE("the routing key is the first given of its headers, in their precedenc
                    {"X-Routing-Key", "key"},
                    {"X-SMG-Routing-Key", "smg"}});
   CHECK(affinity_hints_of(req).routing_key == "smg");
-  CHECK(affinity_hints_of(with({{"x-user-id", "user"}, {"x-session-id", "session"}}))
-            .routing_key == "session");
+  CHECK(affinity_hints_of(with({{"x-user-id", "user"}, {"x-session-id", "session"}})).routing_key ==
+        "session");
   CHECK(affinity_hints_of(with({{"x-user-id", "user"}})).routing_key == "user");
 }
 
