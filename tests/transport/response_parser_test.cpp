@@ -25,6 +25,13 @@ public:
   std::size_t refuse_after = std::size_t(-1);
 };
 
+/// A parser over a recording sink, without a body limit of its own (as an exchange makes it).
+struct parsing {
+  parsing() { p.body_limit(std::uint64_t(-1)); }
+  recording_sink sink;
+  response_parser p{sink};
+};
+
 /// The head's fields as "name: value" lines.
 std::vector<std::string> lines_of(const response_head& head) {
   std::vector<std::string> out;
@@ -34,26 +41,28 @@ std::vector<std::string> lines_of(const response_head& head) {
   return out;
 }
 
-/// Parses `bytes` whole: the head, then the body piece by piece, as an exchange does.
-void parse_all(response_parser& p, std::string bytes, beast::error_code& ec) {
-  std::string_view rest = bytes;
-  auto used = p.parse_head(net::buffer(rest.data(), rest.size()), ec);
-  rest.remove_prefix(used);
-  while (!ec && !p.is_done() && !rest.empty()) {
-    used = p.put(net::buffer(rest.data(), rest.size()), ec);
-    rest.remove_prefix(used);
+/// The head of a chunked response.
+constexpr std::string_view chunked_head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+/// Parses `bytes` whole: the head, then the body piece by piece, as an exchange does; the
+/// error that stopped it, if any.
+beast::error_code parse_all(response_parser& p, std::string_view bytes) {
+  beast::error_code ec;
+  auto used = p.parse_head(net::buffer(bytes.data(), bytes.size()), ec);
+  bytes.remove_prefix(used);
+  while (!ec && !p.is_done() && !bytes.empty()) {
+    used = p.put(net::buffer(bytes.data(), bytes.size()), ec);
+    bytes.remove_prefix(used);
     if (used == 0) {
       break;
     }
   }
+  return ec;
 }
 
 } // namespace
 
-TEST_CASE("a head's fields are seen in order, known ones by their enum") {
-  recording_sink sink;
-  response_parser p{sink};
-  p.body_limit(std::uint64_t(-1));
+TEST_CASE_METHOD(parsing, "a head's fields are seen in order, known ones by their enum") {
   std::string bytes = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
                       "X-Custom:  padded value \r\nContent-Length: 2\r\n\r\n{}";
   beast::error_code ec;
@@ -81,10 +90,7 @@ TEST_CASE("a head's fields are seen in order, known ones by their enum") {
   CHECK(p.keep_alive());
 }
 
-TEST_CASE("a folded field's value is kept after the parse") {
-  recording_sink sink;
-  response_parser p{sink};
-  p.body_limit(std::uint64_t(-1));
+TEST_CASE_METHOD(parsing, "a folded field's value is kept after the parse") {
   std::string bytes = "HTTP/1.1 200 OK\r\nX-Folded: one\r\n two\r\nX-Also: a\r\n b\r\n"
                       "Content-Length: 0\r\n\r\n";
   beast::error_code ec;
@@ -99,31 +105,19 @@ TEST_CASE("a folded field's value is kept after the parse") {
   CHECK(p.is_done());
 }
 
-TEST_CASE("a chunked body reaches the sink without its framing, trailers ignored") {
-  recording_sink sink;
-  response_parser p{sink};
-  p.body_limit(std::uint64_t(-1));
-  std::string bytes = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                      "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n";
-  beast::error_code ec;
-  parse_all(p, bytes, ec);
-  REQUIRE_FALSE(ec);
+TEST_CASE_METHOD(parsing, "a chunked body reaches the sink without its framing, trailers ignored") {
+  auto bytes =
+      std::string(chunked_head) + "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n";
+  REQUIRE_FALSE(parse_all(p, bytes));
   CHECK(p.is_done());
   CHECK(sink.body == "hello world");
   CHECK(p.body_bytes() == 11);
   CHECK(lines_of(p.head()) == std::vector<std::string>{"Transfer-Encoding: chunked"});
 }
 
-TEST_CASE("a body the sink refuses fails the parse as refused") {
-  recording_sink sink;
+TEST_CASE_METHOD(parsing, "a body the sink refuses fails the parse as refused") {
   sink.refuse_after = 3;
-  response_parser p{sink};
-  p.body_limit(std::uint64_t(-1));
-  std::string bytes = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                      "3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n";
-  beast::error_code ec;
-  parse_all(p, bytes, ec);
-  CHECK(ec);
+  CHECK(parse_all(p, std::string(chunked_head) + "3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n"));
   CHECK(p.refused());
   CHECK(sink.body == "abcdef"); // the piece that went over was the one refused
 }
@@ -152,10 +146,7 @@ TEST_CASE("HTTP/1.0 and Connection: close end the connection's reuse") {
   }
 }
 
-TEST_CASE("a head split over reads keeps the fields parsed before the bytes left") {
-  recording_sink sink;
-  response_parser p{sink};
-  p.body_limit(std::uint64_t(-1));
+TEST_CASE_METHOD(parsing, "a head split over reads keeps the fields parsed before the bytes left") {
   // As an exchange reads: Beast parses the start line and the whole fields of the first read
   // and reports it needs more; the caller consumes those bytes, and its buffer may then move
   // or be overwritten before the rest arrives.
@@ -176,12 +167,9 @@ TEST_CASE("a head split over reads keeps the fields parsed before the bytes left
   CHECK(p.head()[http::field::content_type] == "application/json");
 }
 
-TEST_CASE("a head dribbled a byte at a time parses as one read does") {
+TEST_CASE_METHOD(parsing, "a head dribbled a byte at a time parses as one read does") {
   std::string bytes = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nX-Folded: a\r\n b\r\n"
                       "Content-Length: 4\r\n\r\nnope";
-  recording_sink sink;
-  response_parser p{sink};
-  p.body_limit(std::uint64_t(-1));
   std::string buffer; // what an exchange's read buffer holds: the bytes not yet consumed
   std::vector<std::string> head_lines;
   beast::error_code ec;
