@@ -10,21 +10,20 @@ namespace troupe::actors {
 
 namespace {
 
-/// In order of precedence: smg's header first, then the ones docs/api.md names.
-constexpr std::array<std::string_view, 4> key_headers{"x-smg-routing-key", "x-routing-key",
-                                                      "x-session-id", "x-user-id"};
+/// The headers the hints come from: the routing key's in order of precedence (smg's first,
+/// then the ones docs/api.md names), then smg's target worker, last.
+constexpr std::array<std::string_view, 5> hint_headers{
+    "x-smg-routing-key", "x-routing-key", "x-session-id", "x-user-id", "x-smg-target-worker"};
 
 } // namespace
 
 affinity_hints affinity_hints_of(const transport::request& req) {
   // One pass over the fields for the five names (a `find` per name is a case-insensitive tree
   // search, ~80-100 instructions each, for headers a request rarely has).
-  constexpr std::array<std::string_view, key_headers.size() + 1> names{
-      key_headers[0], key_headers[1], key_headers[2], key_headers[3], "x-smg-target-worker"};
-  std::array<std::optional<std::string_view>, names.size()> first;
-  transport::first_fields(req, names, first);
+  std::array<std::optional<std::string_view>, hint_headers.size()> first;
+  transport::first_fields(req, hint_headers, first);
   affinity_hints out;
-  for (std::size_t i = 0; i < key_headers.size(); ++i) {
+  for (std::size_t i = 0; i + 1 < first.size(); ++i) {
     if (first[i] && !first[i]->empty()) {
       out.routing_key = std::string(*first[i]);
       break;

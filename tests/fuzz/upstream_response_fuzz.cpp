@@ -1,11 +1,11 @@
 // Fuzzes the upstream client's reading of a worker's response: a fake worker reads the
 // gateway's request and answers with the input's bytes (after a first byte that picks the
 // threading mode, a strand per connection or the io_context's executor, and where the answer
-// is split in two writes), then closes. A reference
-// parse of the same bytes (Beast's parser, end of stream at the end) says whether they hold a
-// complete response and which; the exchange must end exactly once, `ok` with the same status and
-// body when they do, and `broken` (or `rejected`, for a body over the sink's limit) when they do
-// not. It must never crash, hang, or deliver a byte the response does not hold.
+// is split in two writes), then closes. A reference parse of the same bytes (Beast's parser,
+// end of stream at the end) says whether they hold a complete response and which; the
+// exchange must end exactly once, `ok` with the same status and body when they do, and
+// `broken` (or `rejected`, for a body over the sink's limit) when they do not. It must never
+// crash, hang, or deliver a byte the response does not hold.
 //
 // The connection is a `memory_stream` (no socket, no connect or accept: the pool dials the fake
 // worker in memory, `upstream_pool::dial_memory`) under the real `upstream_exchange`, on one
