@@ -55,16 +55,16 @@ struct worker_proxy_state {
 using self_ptr = worker_proxy_actor::stateful_pointer<worker_proxy_state>;
 
 /// Headers that authenticate the gateway to the worker.
-transport::header_list auth_headers(const protocol::worker_spec& spec) {
-  transport::header_list h;
+transport::header_block auth_headers(const protocol::worker_spec& spec) {
+  transport::header_block h;
   if (spec.api_key.empty()) {
     return h;
   }
   if (spec.provider == protocol::provider_kind::anthropic) {
-    h.emplace_back("x-api-key", spec.api_key);
-    h.emplace_back("anthropic-version", "2023-06-01");
+    h.add("x-api-key", spec.api_key);
+    h.add("anthropic-version", "2023-06-01");
   } else {
-    h.emplace_back("authorization", "Bearer " + spec.api_key);
+    h.add("authorization", "Bearer ", spec.api_key);
   }
   return h;
 }

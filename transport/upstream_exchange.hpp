@@ -2,6 +2,7 @@
 
 #include "transport/call_body.hpp"
 #include "transport/flow_control.hpp"
+#include "transport/header_block.hpp"
 #include "transport/http_types.hpp"
 #include "transport/lazy_deadline.hpp"
 #include "transport/response_head.hpp"
@@ -20,9 +21,9 @@ namespace troupe::transport {
 /// One request to send upstream.
 struct upstream_call {
   http::verb method = http::verb::post;
-  std::string target;  ///< Path and query, e.g. `/v1/chat/completions`.
-  call_body body;      ///< Sent as is (JSON for every data-plane route).
-  header_list headers; ///< Extra request headers, already filtered by the caller.
+  std::string target;   ///< Path and query, e.g. `/v1/chat/completions`.
+  call_body body;       ///< Sent as is (JSON for every data-plane route).
+  header_block headers; ///< Extra request headers, already chosen by the caller.
   std::chrono::steady_clock::time_point deadline; ///< The whole exchange must end by then.
 };
 
@@ -75,7 +76,7 @@ public:
 /// framing ones, Content-Type and Content-Length when `body_size` is set; HTTP/1.1 keeps the
 /// connection alive without saying so).
 std::string serialize_request_head(http::verb method, std::string_view target,
-                                   std::string_view authority, const header_list& headers,
+                                   std::string_view authority, const header_block& headers,
                                    std::optional<std::size_t> body_size);
 
 /// An exchange in flight as its owner holds it: it can be aborted from any thread.

@@ -47,24 +47,23 @@ bool is_gateway_key(std::string_view credential, std::string_view gateway_key) {
 }
 
 void anthropic_headers(const transport::request& req, const worker_entry& worker,
-                       std::string_view gateway_key, transport::header_list& out) {
+                       std::string_view gateway_key, transport::header_block& out) {
   if (!worker.spec.api_key.empty()) {
-    out.emplace_back("x-api-key", worker.spec.api_key);
+    out.add("x-api-key", worker.spec.api_key);
   } else if (auto key = header(req, "x-api-key");
              !key.empty() && !is_gateway_key(key, gateway_key)) {
-    out.emplace_back("x-api-key", std::string(key));
+    out.add("x-api-key", key);
   } else if (auto auth = header(req, "authorization"); !auth.empty()) {
     if (auto bearer = bearer_key(auth); !bearer.empty()) {
       if (!is_gateway_key(bearer, gateway_key)) {
-        out.emplace_back("x-api-key", std::string(bearer));
+        out.add("x-api-key", bearer);
       }
     } else {
-      out.emplace_back("authorization", std::string(auth));
+      out.add("authorization", auth);
     }
   }
   auto version = header(req, "anthropic-version");
-  out.emplace_back("anthropic-version",
-                   std::string(version.empty() ? default_anthropic_version : version));
+  out.add("anthropic-version", version.empty() ? default_anthropic_version : version);
   // Betas may come in several headers; the API takes them comma-separated in one.
   std::string betas;
   for (auto [it, end] = req.equal_range("anthropic-beta"); it != end; ++it) {
@@ -74,12 +73,12 @@ void anthropic_headers(const transport::request& req, const worker_entry& worker
     betas.append(it->value());
   }
   if (!betas.empty()) {
-    out.emplace_back("anthropic-beta", std::move(betas));
+    out.add("anthropic-beta", betas);
   }
 }
 
 void allowlisted_headers(const transport::request& req, const worker_entry& worker,
-                         std::string_view gateway_key, transport::header_list& out) {
+                         std::string_view gateway_key, transport::header_block& out) {
   bool own_key = !worker.spec.api_key.empty();
   bool provider = worker.spec.provider != protocol::provider_kind::none;
   // The first field of each allowed name, in one pass; sent in the list's order.
@@ -95,26 +94,26 @@ void allowlisted_headers(const transport::request& req, const worker_entry& work
         (own_key || (provider && is_gateway_key(bearer_key(value), gateway_key)))) {
       continue;
     }
-    out.emplace_back(std::string(name), std::string(value));
+    out.add(name, value);
   }
   if (own_key) {
-    out.emplace_back("authorization", "Bearer " + worker.spec.api_key);
+    out.add("authorization", "Bearer ", worker.spec.api_key);
   }
 }
 
 } // namespace
 
-transport::header_list upstream_headers(const transport::request& req, const worker_entry& worker,
-                                        const std::string& request_id,
-                                        std::string_view gateway_key) {
-  transport::header_list out;
-  out.reserve(forwarded.size() + 2); // the allowed fields, a key, the request id: one allocation
+transport::header_block upstream_headers(const transport::request& req, const worker_entry& worker,
+                                         const std::string& request_id,
+                                         std::string_view gateway_key) {
+  transport::header_block out;
+  out.reserve(256); // the usual fields, a key and the request id: one allocation
   if (worker.spec.provider == protocol::provider_kind::anthropic) {
     anthropic_headers(req, worker, gateway_key, out);
   } else {
     allowlisted_headers(req, worker, gateway_key, out);
   }
-  out.emplace_back("x-request-id", request_id);
+  out.add("x-request-id", request_id);
   return out;
 }
 

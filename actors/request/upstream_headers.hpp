@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/fleet.hpp"
+#include "transport/header_block.hpp"
 #include "transport/http_types.hpp"
 
 #include <string>
@@ -17,8 +18,8 @@ namespace troupe::actors {
 ///   it has one), `traceparent`, `tracestate`, the routing-key headers and `content-type`.
 /// `gateway_key` is the node's `--api-key`: a credential equal to it authenticated the client
 /// to this gateway and is not the provider's.
-transport::header_list upstream_headers(const transport::request& req, const worker_entry& worker,
-                                        const std::string& request_id,
-                                        std::string_view gateway_key = {});
+transport::header_block upstream_headers(const transport::request& req, const worker_entry& worker,
+                                         const std::string& request_id,
+                                         std::string_view gateway_key = {});
 
 } // namespace troupe::actors

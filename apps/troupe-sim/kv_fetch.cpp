@@ -99,7 +99,7 @@ std::shared_ptr<kv_fetch> kv_fetch_client::fetch(const kv_source& source,
   c.method = transport::http::verb::post;
   c.target = "/kv/read";
   c.body = body.dump();
-  c.headers.emplace_back("Content-Type", "application/json");
+  c.headers.add("Content-Type", "application/json");
   c.deadline = std::chrono::steady_clock::now() + timeout;
   auto f = std::make_shared<call>(std::move(done));
   f->start(pool_for(source.host, source.port), std::move(c));

@@ -117,7 +117,7 @@ struct fixture : test::actor_system_fixture {
 };
 
 std::string header(const transport::upstream_call& call, std::string_view name) {
-  for (auto& [n, v] : call.headers) {
+  for (auto& [n, v] : call.headers.list()) {
     if (n == name) {
       return v;
     }

@@ -87,7 +87,7 @@ struct outcome {
 outcome run(std::shared_ptr<upstream_pool> pool, std::string target,
             std::chrono::milliseconds deadline = std::chrono::seconds(5),
             std::function<void(upstream_exchange&)> after_start = {},
-            header_list headers = {{"x-request-id", "rid-1"}}) {
+            header_block headers = {{"x-request-id", "rid-1"}}) {
   upstream_call call;
   call.method = http::verb::get;
   call.target = std::move(target);

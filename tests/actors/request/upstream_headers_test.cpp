@@ -26,9 +26,9 @@ transport::request client_request(std::initializer_list<std::pair<std::string, s
   return req;
 }
 
-std::map<std::string, std::string> as_map(const transport::header_list& list) {
+std::map<std::string, std::string> as_map(const transport::header_block& block) {
   std::map<std::string, std::string> out;
-  for (auto& [name, value] : list) {
+  for (auto& [name, value] : block.list()) {
     REQUIRE(out.count(name) == 0); // each header once
     out[name] = value;
   }
