@@ -138,9 +138,10 @@ void on_picked(request_self self) {
     return fail_request(self, st.last_failure ? *st.last_failure : *err);
   }
   st.svc->tracker->update(st.in->track, services::request_phase::dispatched);
-  note_attempt(self, st.picked);
+  std::span<worker_entry_ptr> picked(st.picked.data(), st.picked.size());
+  note_attempt(self, picked);
   st.attempting = true;
-  st.path->start(self, std::move(st.picked));
+  st.path->start(self, picked);
 }
 
 /// Asks the path's policies for the workers of the next attempt, all at once (a policy with a
@@ -371,8 +372,13 @@ void note_attempt(request_self self, std::span<const worker_entry_ptr> workers) 
     st.worker_ids += ",";
   }
   for (std::size_t i = 0; i < workers.size(); ++i) {
-    st.worker_ids += (i ? "+" : "") + workers[i]->id;
-    st.svc->tracker->add_worker(st.in->track, workers[i]->id);
+    if (i > 0) {
+      st.worker_ids += '+';
+    }
+    st.worker_ids += workers[i]->id;
+    // The worker's id shared with its entry: no copy per request.
+    st.svc->tracker->add_worker(st.in->track,
+                                std::shared_ptr<const std::string>(workers[i], &workers[i]->id));
   }
 }
 
@@ -440,12 +446,12 @@ std::shared_ptr<relay_sink> make_relay_sink(request_self self,
   if (st.op->creates_response) {
     observer = services::remember_response_id(st.svc->responses, worker_id);
   }
+  // The request id shared with the request (no copy per attempt).
   auto sink = std::make_shared<relay_sink>(
-      std::move(reply), st.in->request_id, st.op->format, st.svc->cfg.max_response_size,
-      st.svc->cfg.max_error_response_size, std::move(observer));
-  sink->on_stream_start([tracker = st.svc->tracker, track = st.in->track] {
-    tracker->update(track, services::request_phase::streaming);
-  });
+      std::move(reply), std::shared_ptr<const std::string>(st.in, &st.in->request_id),
+      st.op->format, st.svc->cfg.max_response_size, st.svc->cfg.max_error_response_size,
+      std::move(observer));
+  sink->track(st.in->track);
   return sink;
 }
 

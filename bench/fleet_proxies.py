@@ -11,11 +11,13 @@ nginx is not a clean reference for the second: its round robin walks every peer 
 and its keepalive cache is one list searched for the chosen peer's address, so it pays O(W)
 per request twice. HAProxy picks from a tree (O(log W)) and keeps idle connections per server.
 
-For each W and round: c=64 req/s, and the proxy's CPU per request (user and system, /proc).
-Ratios are to W=4 of the same proxy and round; medians over rounds.
+For each W, concurrency and round: req/s, p50, and the proxy's CPU per request (user and
+system, /proc). Ratios are to the smallest W of the same proxy, concurrency and round; medians
+over rounds. `--concurrency 1 64` adds c=1, where the p50's ratio is what issue 11's target
+names (at most 1.1x).
 
 Usage: bench/fleet_proxies.py [--workers 4 4000] [--rounds 3] [--duration 3]
-           [--proxies nginx haproxy troupe]
+           [--concurrency 64] [--proxies nginx haproxy troupe]
 Needs wrk, nginx, haproxy and taskset (scripts/install-deps.sh); a proxy whose program is
 missing is left out with a note.
 """
@@ -137,6 +139,7 @@ def main():
     ap.add_argument("--workers", type=int, nargs="+", default=[4, 4000])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[64])
     ap.add_argument("--gateway-cpu", default="0")
     ap.add_argument("--load-cpus", default="1")
     ap.add_argument("--build", default=os.path.join(fs.ROOT, "build"))
@@ -169,33 +172,40 @@ def main():
                                        args.gateway_cpu, "warn")
                         port, pid = p.port, p.proc.pid
                     try:
-                        fs.run_wrk(port, 64, 1, script, args.load_cpus)  # warm-up
-                        r = fs.run_wrk(port, 64, args.duration, script, args.load_cpus, pid)
+                        for c in args.concurrency:
+                            fs.run_wrk(port, c, 1, script, args.load_cpus)  # warm-up
+                            r = fs.run_wrk(port, c, args.duration, script, args.load_cpus, pid)
+                            r.update(round=rnd, workers=w, proxy=proxy, conc=c)
+                            rows.append(r)
+                            print(f"round {rnd + 1} {proxy:<7} W={w:<5} c={c:<3} {r['rps']:8.0f} "
+                                  f"req/s p50 {r['p50_ms']:.3f} ms cpu {r['cpu_us']:.1f} us/req "
+                                  f"(sys {r['sys_us']:.1f}) errors "
+                                  f"{r['non2xx'] + r['socket_errors']}", flush=True)
                     finally:
                         p.stop()
-                    r.update(round=rnd, workers=w, proxy=proxy)
-                    rows.append(r)
-                    print(f"round {rnd + 1} {proxy:<7} W={w:<5} c=64 {r['rps']:8.0f} req/s "
-                          f"p50 {r['p50_ms']:.3f} ms cpu {r['cpu_us']:.1f} us/req "
-                          f"(sys {r['sys_us']:.1f}) errors {r['non2xx'] + r['socket_errors']}", flush=True)
         small = min(args.workers)
-        print("\nmedians over rounds; ratios to W=%d of the same proxy and round" % small)
-        print(f"{'proxy':<8}{'W':>6}{'req/s':>9}{'ratio':>7}{'cpu us':>8}{'user':>7}{'sys':>7}"
-              f"{'cpu x':>7}")
+        print("\nmedians over rounds; ratios to W=%d of the same proxy, concurrency and round"
+              % small)
+        print(f"{'proxy':<8}{'c':>4}{'W':>6}{'req/s':>9}{'ratio':>7}{'p50 ms':>8}{'p50 x':>7}"
+              f"{'cpu us':>8}{'user':>7}{'sys':>7}{'cpu x':>7}")
+        med = statistics.median
         for proxy in proxies:
-            for w in args.workers:
-                mine = [r for r in rows if r["proxy"] == proxy and r["workers"] == w]
+            for c in args.concurrency:
+                for w in args.workers:
+                    mine = [r for r in rows
+                            if r["proxy"] == proxy and r["workers"] == w and r["conc"] == c]
 
-                def base(r):
-                    return next(b for b in rows if b["proxy"] == proxy and
-                                b["workers"] == small and b["round"] == r["round"])
-                med = statistics.median
-                print(f"{proxy:<8}{w:>6}{med(r['rps'] for r in mine):>9.0f}"
-                      f"{med(r['rps'] / base(r)['rps'] for r in mine):>7.2f}"
-                      f"{med(r['cpu_us'] for r in mine):>8.1f}"
-                      f"{med(r['cpu_us'] - r['sys_us'] for r in mine):>7.1f}"
-                      f"{med(r['sys_us'] for r in mine):>7.1f}"
-                      f"{med(r['cpu_us'] / base(r)['cpu_us'] for r in mine):>7.2f}")
+                    def base(r):
+                        return next(b for b in rows if b["proxy"] == proxy and b["conc"] == c and
+                                    b["workers"] == small and b["round"] == r["round"])
+                    print(f"{proxy:<8}{c:>4}{w:>6}{med(r['rps'] for r in mine):>9.0f}"
+                          f"{med(r['rps'] / base(r)['rps'] for r in mine):>7.2f}"
+                          f"{med(r['p50_ms'] for r in mine):>8.3f}"
+                          f"{med(r['p50_ms'] / base(r)['p50_ms'] for r in mine):>7.2f}"
+                          f"{med(r['cpu_us'] for r in mine):>8.1f}"
+                          f"{med(r['cpu_us'] - r['sys_us'] for r in mine):>7.1f}"
+                          f"{med(r['sys_us'] for r in mine):>7.1f}"
+                          f"{med(r['cpu_us'] / base(r)['cpu_us'] for r in mine):>7.2f}")
     finally:
         workers.stop()
         shutil.rmtree(tmp, ignore_errors=True)

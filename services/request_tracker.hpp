@@ -1,9 +1,10 @@
 #pragma once
 
 #include <atomic>
+#include <boost/container/small_vector.hpp>
+#include <boost/intrusive/list.hpp>
 #include <chrono>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
@@ -34,7 +35,8 @@ std::string_view to_string(request_phase p) noexcept;
 /// phase is an atomic, the model and workers sit under the entry's own lock. The tracker's lock
 /// is taken only where a request begins and ends, and by readers. Each request has its own
 /// entry: a client may send two requests with the same `x-request-id`, and each is tracked
-/// until it ends.
+/// until it ends. An entry is one allocation: the tracker's list runs through the entries
+/// themselves, and the workers of the usual one or two attempts sit in the entry.
 class request_tracker {
 public:
   /// One tracked request.
@@ -51,13 +53,22 @@ public:
     std::atomic<request_phase> phase_{request_phase::parsing};
     mutable std::mutex mx_; ///< Guards the model and the workers.
     std::string model_;
-    std::vector<std::string> workers_;
-    std::list<std::shared_ptr<entry>>::iterator pos_; ///< In the tracker's list, while in it.
-    bool tracked_ = false;                            ///< In it (under the tracker's lock).
+    /// The workers' ids, shared with the workers' entries (no copy per request).
+    boost::container::small_vector<std::shared_ptr<const std::string>, 2> workers_;
+    boost::intrusive::list_member_hook<> hook_; ///< In the tracker's list, while in it.
+    /// The list's hold on the entry while in it (so a ticket dropped without `end` stays
+    /// listed, as a request that never ended, rather than dangling).
+    std::shared_ptr<entry> listed_;
   };
 
   /// Names one tracked request; null names none.
   using ticket = std::shared_ptr<entry>;
+
+  request_tracker() = default;
+  request_tracker(const request_tracker&) = delete;
+  request_tracker& operator=(const request_tracker&) = delete;
+  /// Lets go of the entries still listed (their tickets stay valid where held).
+  ~request_tracker();
 
   /// Adds a request with id `id` of the operation named `route` (a static name); its ticket
   /// names it in the calls below.
@@ -65,9 +76,12 @@ public:
 
   /// Updates the phase (and, when given, the model and workers) of `t`; a ticket that ended
   /// (or null) is ignored.
-  void update(const ticket& t, request_phase phase);
+  static void update(const ticket& t, request_phase phase);
   void set_model(const ticket& t, const std::string& model);
-  void add_worker(const ticket& t, const std::string& worker);
+  /// `worker` is the worker's id, shared with whoever owns it (an aliasing pointer into the
+  /// worker's entry costs no allocation); the string overload copies it.
+  void add_worker(const ticket& t, std::shared_ptr<const std::string> worker);
+  void add_worker(const ticket& t, std::string_view worker);
 
   /// Removes `t` (once; again, or null, is ignored).
   void end(const ticket& t);
@@ -80,8 +94,10 @@ public:
 
 private:
   mutable std::mutex mx_;
-  std::list<ticket> entries_; ///< In the order they began.
-  std::size_t size_ = 0;
+  using entry_list = boost::intrusive::list<
+      entry,
+      boost::intrusive::member_hook<entry, boost::intrusive::list_member_hook<>, &entry::hook_>>;
+  entry_list entries_; ///< In the order they began (constant-time size).
 };
 
 } // namespace troupe::services

@@ -41,6 +41,8 @@ void header_block::add(std::string_view name, std::string_view prefix, std::stri
   lines_.append("\r\n"sv);
 }
 
-header_list header_block::list() const { return to_header_list(lines_); }
+header_list header_block::list() const {
+  return to_header_list(lines_);
+}
 
 } // namespace troupe::transport

@@ -89,7 +89,7 @@ std::optional<protocol::api_error> pd_path::prepare(request_self self) {
   return std::nullopt;
 }
 
-void pd_path::start(request_self self, std::vector<worker_entry_ptr> workers) {
+void pd_path::start(request_self self, std::span<worker_entry_ptr> workers) {
   prefill_ = pd_leg_slot{};
   decode_ = pd_leg_slot{};
   decode_.worker = std::move(workers[0]);

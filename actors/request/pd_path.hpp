@@ -91,7 +91,7 @@ public:
   std::optional<protocol::api_error> prepare(request_self self) override;
   std::span<const pick_spec> picks() const override { return picks_; }
   protocol::worker_type stateful_role() const override { return protocol::worker_type::decode; }
-  void start(request_self self, std::vector<worker_entry_ptr> workers) override;
+  void start(request_self self, std::span<worker_entry_ptr> workers) override;
   bool cancel(request_self self) override;
   std::optional<unsigned> fail(request_self self, const protocol::api_error& err,
                                bool worker_answer) override;

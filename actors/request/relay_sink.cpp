@@ -108,12 +108,14 @@ transport::header_list relayable_headers(const transport::response_head& head) {
   return relayable_headers(head, connection[0].value_or(std::string_view{}));
 }
 
-relay_sink::relay_sink(std::shared_ptr<transport::reply_channel> reply, std::string request_id,
-                       protocol::api_format format, std::size_t body_limit,
-                       std::size_t error_body_limit, response_observer observer)
-    : reply_(std::move(reply)), request_id_(std::move(request_id)), format_(format),
-      body_limit_(body_limit), error_body_limit_(error_body_limit), observer_(std::move(observer)) {
-}
+relay_sink::relay_sink(std::shared_ptr<transport::reply_channel> reply,
+                       std::shared_ptr<const std::string> request_id, protocol::api_format format,
+                       std::size_t body_limit, std::size_t error_body_limit,
+                       response_observer observer)
+    : reply_(std::move(reply)),
+      request_id_(request_id ? std::move(request_id) : std::make_shared<const std::string>()),
+      format_(format), body_limit_(body_limit), error_body_limit_(error_body_limit),
+      observer_(std::move(observer)) {}
 
 void relay_sink::on_source(std::weak_ptr<transport::flow_source> source) {
   source_ = std::move(source);
@@ -133,15 +135,13 @@ bool relay_sink::on_head(const transport::response_head& head) {
     streaming_ = true;
     // A stream is never cached: the gateway's Cache-Control replaces the worker's.
     auto relayed = relayed_head(head, connection_value, "cache-control");
-    transport::append_field(relayed.fields, "x-request-id", request_id_);
+    transport::append_field(relayed.fields, "x-request-id", *request_id_);
     relayed.fields.append("cache-control: no-cache\r\n");
     // A stream is relayed as it is read: a client that falls behind pauses the reading. A
     // body relayed whole is bounded by its size limit instead.
     reply_->set_flow_source(std::move(source_));
     reply_->begin_stream_serialized(std::move(relayed));
-    if (on_stream_start_) {
-      on_stream_start_();
-    }
+    services::request_tracker::update(track_, services::request_phase::streaming);
     return true;
   }
   // An error body is read up to its own limit and then answered, cut: no Content-Length
@@ -150,10 +150,10 @@ bool relay_sink::on_head(const transport::response_head& head) {
   error_ = status_ >= 400;
   if (error_) {
     headers_ = relayable_headers(head, connection_value);
-    headers_.emplace_back("x-request-id", request_id_);
+    headers_.emplace_back("x-request-id", *request_id_);
   } else {
     head_ = relayed_head(head, connection_value);
-    transport::append_field(head_.fields, "x-request-id", request_id_);
+    transport::append_field(head_.fields, "x-request-id", *request_id_);
   }
   auto limit = error_ ? error_body_limit_ : body_limit_;
   if (auto len = content_length; !len.empty()) {
@@ -264,7 +264,7 @@ void relay_sink::fail(const protocol::api_error& err) {
     return;
   }
   responded_ = true;
-  reply_->respond(make_error_response(err, format_, request_id_));
+  reply_->respond(make_error_response(err, format_, *request_id_));
 }
 
 } // namespace troupe::actors

@@ -2,6 +2,7 @@
 
 #include "protocol/error.hpp"
 #include "protocol/sse.hpp"
+#include "services/request_tracker.hpp"
 #include "transport/reply_channel.hpp"
 #include "transport/upstream_exchange.hpp"
 
@@ -26,9 +27,17 @@ public:
   /// A sink answering through `reply`, tagging responses with `request_id`, refusing
   /// non-streamed bodies over `body_limit` bytes and cutting error bodies at
   /// `error_body_limit` bytes; `observer`, when set, sees the response as it passes.
+  relay_sink(std::shared_ptr<transport::reply_channel> reply,
+             std::shared_ptr<const std::string> request_id, protocol::api_format format,
+             std::size_t body_limit, std::size_t error_body_limit = 64 * 1024,
+             response_observer observer = {});
+
+  /// The same with an id of its own (a copy).
   relay_sink(std::shared_ptr<transport::reply_channel> reply, std::string request_id,
              protocol::api_format format, std::size_t body_limit,
-             std::size_t error_body_limit = 64 * 1024, response_observer observer = {});
+             std::size_t error_body_limit = 64 * 1024, response_observer observer = {})
+      : relay_sink(std::move(reply), std::make_shared<const std::string>(std::move(request_id)),
+                   format, body_limit, error_body_limit, std::move(observer)) {}
 
   void on_source(std::weak_ptr<transport::flow_source> source) override;
   bool on_head(const transport::response_head& head) override;
@@ -49,9 +58,9 @@ public:
   /// event and the end of the stream.
   void fail(const protocol::api_error& err);
 
-  /// Calls `f` (on the exchange's strand) when an event stream's head is relayed, before any
-  /// event: the request path marks the request `streaming` with it. Set before dispatch.
-  void on_stream_start(std::function<void()> f) { on_stream_start_ = std::move(f); }
+  /// Marks the request of `ticket` `streaming` in its tracker when an event stream's head is
+  /// relayed, before any event. Set before dispatch.
+  void track(services::request_tracker::ticket ticket) { track_ = std::move(ticket); }
 
   /// Keeps a worker's retryable error answer (`retryable_status`) from the client: it is read
   /// (up to the error size limit), not relayed, and `held()` says so once the exchange is
@@ -72,12 +81,12 @@ private:
   void answer_error(bool truncated);
 
   std::shared_ptr<transport::reply_channel> reply_;
-  std::string request_id_;
+  std::shared_ptr<const std::string> request_id_; ///< Shared with the request; never null.
   protocol::api_format format_;
   std::size_t body_limit_;
   std::size_t error_body_limit_;
   response_observer observer_;
-  std::function<void()> on_stream_start_;
+  services::request_tracker::ticket track_;
   std::weak_ptr<transport::flow_source> source_; ///< Handed to the client with a stream's head.
   unsigned status_ = 0;
   transport::header_list headers_;  ///< An error's head (it may be rewritten).

@@ -69,8 +69,9 @@ public:
   /// The role of the worker that stores the Responses objects this path creates or reads.
   virtual protocol::worker_type stateful_role() const = 0;
 
-  /// Starts an attempt on `workers` (in `picks()` order). Its end comes to `attempt_done`.
-  virtual void start(request_self self, std::vector<worker_entry_ptr> workers) = 0;
+  /// Starts an attempt on `workers` (in `picks()` order; the path may move them out). Its
+  /// end comes to `attempt_done`.
+  virtual void start(request_self self, std::span<worker_entry_ptr> workers) = 0;
 
   /// An exchange the path started on a worker's channel ended (order `order`). The default:
   /// the path starts none of its own (its legs do).

@@ -8,6 +8,7 @@
 #include "protocol/request_scan.hpp"
 #include "protocol/routes.hpp"
 
+#include <boost/container/small_vector.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <chrono>
 #include <functional>
@@ -46,9 +47,10 @@ struct request_state {
   std::function<void(request_self, transport::exchange_result&)> lookup_then;
 
   // -- selection in progress --
-  unsigned pending_picks = 0;           ///< Policy answers still awaited.
-  std::vector<worker_entry_ptr> picked; ///< One per `path->picks()` entry.
-  std::vector<std::optional<protocol::api_error>> pick_errors;
+  unsigned pending_picks = 0; ///< Policy answers still awaited.
+  /// One per `path->picks()` entry (one, or a PD pair: in the state, not allocated).
+  boost::container::small_vector<worker_entry_ptr, 2> picked;
+  boost::container::small_vector<std::optional<protocol::api_error>, 2> pick_errors;
 
   // -- outcome, for the log line and the metrics --
   unsigned status = 0;

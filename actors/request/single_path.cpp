@@ -32,7 +32,7 @@ public:
 
   protocol::worker_type stateful_role() const override { return picks_[0].role; }
 
-  void start(request_self self, std::vector<worker_entry_ptr> workers) override {
+  void start(request_self self, std::span<worker_entry_ptr> workers) override {
     auto& st = self->state;
     worker_ = std::move(workers.front());
     // Every attempt sends the client's body as it is kept in the request, not a copy.

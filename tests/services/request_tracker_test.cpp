@@ -59,3 +59,31 @@ TEST_CASE("an ended or unknown ticket changes nothing", "[request_tracker]") {
   CHECK(tracker.size() == 0);
   CHECK(tracker.list(0ms).empty());
 }
+
+TEST_CASE("a ticket dropped without end stays listed, and the tracker lets go of it at its end",
+          "[request_tracker]") {
+  // The list holds its entries: a request that never ended shows as one (a leak to find on
+  // the admin page), never as a dangling entry.
+  std::weak_ptr<request_tracker::entry> seen;
+  request_tracker::ticket kept;
+  {
+    request_tracker tracker;
+    auto worker_id = std::make_shared<const std::string>("http://w:1");
+    {
+      auto t = tracker.begin("dropped", "chat");
+      tracker.add_worker(t, worker_id);
+      seen = t;
+    }
+    kept = tracker.begin("kept", "chat");
+    REQUIRE(tracker.size() == 2);
+    auto list = tracker.list(0ms);
+    REQUIRE(list.size() == 2);
+    CHECK(list[0]["id"] == "dropped"); // the oldest first
+    CHECK(list[0]["workers"] == nlohmann::json::array({"http://w:1"}));
+    CHECK(list[1]["id"] == "kept");
+    CHECK_FALSE(seen.expired());
+  }
+  CHECK(seen.expired()); // the tracker's end released the entry nobody else held
+  REQUIRE(kept);         // a ticket held elsewhere stays valid
+  request_tracker::update(kept, request_phase::streaming);
+}
