@@ -5,6 +5,9 @@
 #include "transport/header_fields.hpp"
 
 #include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <optional>
 #include <random>
@@ -140,15 +143,61 @@ route_table::match route_table::find(http::verb method, std::string_view path) c
   return m;
 }
 
+namespace {
+
+/// xoshiro256** (Blackman and Vigna): 256 bits of state, seeded whole from the OS's entropy
+/// per thread, a few instructions per 64 bits. Request ids need to be unique across threads,
+/// nodes and restarts, not secret; a 32-bit seed (what `mt19937_64{random_device{}()}` gets)
+/// would make two threads' sequences equal once in 2^32 starts.
+class id_bits {
+public:
+  id_bits() {
+    std::random_device rd;
+    for (auto& word : s_) {
+      word = (std::uint64_t{rd()} << 32) | rd();
+    }
+    if ((s_[0] | s_[1] | s_[2] | s_[3]) == 0) {
+      s_[0] = 1; // the one state the generator cannot leave
+    }
+  }
+
+  std::uint64_t next() noexcept {
+    auto result = std::rotl(s_[1] * 5, 7) * 9;
+    auto t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = std::rotl(s_[3], 45);
+    return result;
+  }
+
+private:
+  std::array<std::uint64_t, 4> s_{};
+};
+
+/// Two lowercase hex digits per byte value.
+constexpr auto hex_pairs = [] {
+  constexpr char digits[] = "0123456789abcdef";
+  std::array<char, 512> out{};
+  for (int b = 0; b < 256; ++b) {
+    out[2 * b] = digits[b >> 4];
+    out[2 * b + 1] = digits[b & 0xf];
+  }
+  return out;
+}();
+
+} // namespace
+
 std::string new_request_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
+  thread_local id_bits bits;
   // 32 lowercase hex digits, by hand (snprintf cost ~1.5k instructions per request).
-  static constexpr char hex[] = "0123456789abcdef";
   std::string id(32, '0');
   for (int half = 0; half < 2; ++half) {
-    auto bits = rng();
-    for (int i = 15; i >= 0; --i, bits >>= 4) {
-      id[half * 16 + i] = hex[bits & 0xf];
+    auto word = bits.next();
+    for (int i = 7; i >= 0; --i, word >>= 8) {
+      std::memcpy(&id[half * 16 + 2 * i], &hex_pairs[2 * (word & 0xff)], 2);
     }
   }
   return id;
@@ -156,7 +205,7 @@ std::string new_request_id() {
 
 /// The request id the client gave in the first of `headers` it set (1 to 128 bytes), or a
 /// fresh one.
-std::string request_id_of(const transport::request& req, const std::vector<std::string>& headers) {
+std::string request_id_of(const transport::request& req, const transport::field_names& headers) {
   // The first field of each name in one pass (on the stack for the usual few names), then the
   // first name whose field qualifies.
   constexpr std::size_t few = 8;
@@ -214,12 +263,14 @@ void refuse_cut_short(http_context& ctx, transport::inbound_status status,
 
 transport::request_handler make_front(actors::services_ptr svc,
                                       std::shared_ptr<const route_table> routes) {
-  return [svc = std::move(svc),
-          routes = std::move(routes)](transport::request&& req, transport::inbound_status status,
-                                      std::shared_ptr<transport::reply_channel> reply) {
+  // The request id's header names, resolved once.
+  auto id_headers = std::make_shared<const transport::field_names>(svc->cfg.request_id_headers);
+  return [svc = std::move(svc), routes = std::move(routes), id_headers = std::move(id_headers)](
+             transport::request&& req, transport::inbound_status status,
+             std::shared_ptr<transport::reply_channel> reply) {
     http_context ctx;
     ctx.received = std::chrono::steady_clock::now();
-    ctx.request_id = request_id_of(req, svc->cfg.request_id_headers);
+    ctx.request_id = request_id_of(req, *id_headers);
     auto target = std::string_view{req.target()};
     auto path = target.substr(0, target.find('?'));
     auto m = routes->find(req.method(), path);

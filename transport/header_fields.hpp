@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace troupe::transport {
 
@@ -54,6 +55,68 @@ void first_fields(const Fields& fields, const Names& names,
   for (auto& f : fields) {
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (!out[i] && is(f, names[i])) {
+        out[i] = f.value();
+        break;
+      }
+    }
+  }
+}
+
+/// Field names to look up on every request, resolved once: Beast's `http::field` for the
+/// names it knows, so that a field Beast knows too is matched by an integer compare, and the
+/// text (lowercase) of the others, compared only with fields Beast does not know.
+class field_names {
+public:
+  template <class Names> explicit field_names(const Names& names) {
+    for (const auto& name : names) {
+      std::string_view text(name);
+      auto known = boost::beast::http::string_to_field(text);
+      known_.push_back(known);
+      text_.emplace_back(text);
+      unknown_ += known == boost::beast::http::field::unknown ? 1 : 0;
+    }
+  }
+
+  std::size_t size() const noexcept { return known_.size(); }
+  std::string_view operator[](std::size_t i) const noexcept { return text_[i]; }
+
+private:
+  template <class Fields>
+  friend void first_fields(const Fields& fields, const field_names& names,
+                           std::span<std::optional<std::string_view>> out);
+
+  std::vector<boost::beast::http::field> known_; ///< `unknown` for a name Beast does not know.
+  std::vector<std::string> text_;
+  std::size_t unknown_ = 0; ///< How many names Beast does not know.
+};
+
+/// `first_fields` for names resolved once: what `fields.find(names[i])` finds, for each name,
+/// in one pass. `out` has a slot per name.
+template <class Fields>
+void first_fields(const Fields& fields, const field_names& names,
+                  std::span<std::optional<std::string_view>> out) {
+  using boost::beast::http::field;
+  for (auto& slot : out) {
+    slot.reset();
+  }
+  for (auto& f : fields) {
+    auto k = f.name();
+    if (k != field::unknown) {
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (names.known_[i] == k && !out[i]) {
+          out[i] = f.value();
+          break;
+        }
+      }
+      continue;
+    }
+    if (names.unknown_ == 0) {
+      continue;
+    }
+    auto text = f.name_string();
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (names.known_[i] == field::unknown && !out[i] && text.size() == names.text_[i].size() &&
+          boost::beast::iequals(text, names.text_[i])) {
         out[i] = f.value();
         break;
       }

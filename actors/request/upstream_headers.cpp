@@ -82,8 +82,9 @@ void allowlisted_headers(const transport::request& req, const worker_entry& work
   bool own_key = !worker.spec.api_key.empty();
   bool provider = worker.spec.provider != protocol::provider_kind::none;
   // The first field of each allowed name, in one pass; sent in the list's order.
+  static const transport::field_names names{forwarded};
   std::array<std::optional<std::string_view>, forwarded.size()> values;
-  transport::first_fields(req, forwarded, values);
+  transport::first_fields(req, names, values);
   for (std::size_t i = 0; i < forwarded.size(); ++i) {
     auto name = forwarded[i];
     auto value = values[i].value_or(std::string_view{});

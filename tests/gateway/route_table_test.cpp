@@ -1,6 +1,10 @@
 #include "gateway/route_table.hpp"
 
+#include <array>
 #include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <string_view>
 
 using namespace troupe;
 using namespace troupe::gateway;
@@ -48,4 +52,27 @@ TEST_CASE("request ids are 32 hex digits and differ") {
   CHECK(a.size() == 32);
   CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
   CHECK(a != b);
+}
+
+TEST_CASE("request ids spread over every hex digit in every position") {
+  // 2,000 ids: each of the 32 positions sees all 16 digits (a generator or hex table that
+  // left a position or a digit out would fail; the chance for a good one is ~1e-50).
+  std::array<std::array<bool, 16>, 32> seen{};
+  std::set<std::string> ids;
+  for (int n = 0; n < 2000; ++n) {
+    auto id = new_request_id();
+    REQUIRE(id.size() == 32);
+    ids.insert(id);
+    for (std::size_t i = 0; i < id.size(); ++i) {
+      auto d = std::string_view("0123456789abcdef").find(id[i]);
+      REQUIRE(d != std::string_view::npos);
+      seen[i][d] = true;
+    }
+  }
+  CHECK(ids.size() == 2000);
+  for (auto& position : seen) {
+    for (bool digit : position) {
+      CHECK(digit);
+    }
+  }
 }
