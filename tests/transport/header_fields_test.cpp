@@ -35,7 +35,7 @@ TEST_CASE("first_fields with resolved names agrees with a lookup per name", "[he
                                        "x-session-id",  "traceparent",  "x-user-id",
                                        "request-id",    "host"};
   const std::vector<std::string_view> pool{
-      "authorization", "content-type", "x-request-id", "x-session-id", "traceparent",
+      "authorization", "content-type", "x-request-id", "x-session-id",   "traceparent",
       "x-user-id",     "request-id",   "host",         "content-length", "x-other-id",
       "accept",        "x-trace-id",   "user-agent",   "x-session-ie"};
   const field_names resolved{names};
