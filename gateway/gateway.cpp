@@ -8,6 +8,7 @@
 #include "services/logs.hpp"
 #include "transport/http_server.hpp"
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/fmt/fmt.h>
 #include <stdexcept>
@@ -175,8 +176,13 @@ void gateway::start() {
     d.metrics_server =
         std::make_unique<transport::http_server>(d.ioc, mopts, make_metrics_handler(stats));
     if (auto ec = d.metrics_server->start()) {
+      // The default port (29000) is taken by the first node on a host: say what to do.
+      std::string hint = ec == boost::asio::error::address_in_use
+                             ? " (another node on this host? give each its own "
+                               "--prometheus-port, or 0 for no metrics listener)"
+                             : "";
       throw std::runtime_error("cannot serve metrics on " + cfg.prometheus_host + ":" +
-                               std::to_string(cfg.prometheus_port) + ": " + ec.message());
+                               std::to_string(cfg.prometheus_port) + ": " + ec.message() + hint);
     }
   }
 

@@ -171,6 +171,9 @@ class StartupTest(unittest.TestCase):
                                    capture_output=True, text=True, timeout=10)
                 self.assertEqual(p.returncode, 1, p)
                 self.assertIn(f"{what} on 127.0.0.1:{port}", p.stdout + p.stderr)
+                if what == "cannot serve metrics":  # the way out, for the second node on a host
+                    self.assertIn("give each its own --prometheus-port, or 0 for no metrics "
+                                  "listener", p.stdout + p.stderr)
 
 
 class BusyPollTest(ProcessTestCase):
