@@ -43,6 +43,13 @@ struct worker_proxy_state {
   bool draining = false; ///< Removed: no health checks, idle connections closed.
   bool stopping = false; ///< Node shutdown: quit once no exchange is in flight.
   bool models_known = false;
+  bool models_warned = false; ///< The first failed discovery was logged as a warning.
+  /// The models were just found: the next passed check makes the worker healthy, as a new
+  /// worker's first, even when the failed discoveries before made it unhealthy.
+  bool just_discovered = false;
+  /// While the models are unknown, the next check comes after this (doubling from 1 s up to
+  /// the health interval): a worker that starts after the gateway is found in seconds.
+  std::chrono::milliseconds discovery_retry{std::chrono::seconds{1}};
   bool reported = false; ///< What the worker says about itself was asked for.
   std::vector<std::string> models;
   bool check_running = false;
@@ -102,13 +109,16 @@ void record_check(self_ptr self, bool passed, const std::string& why) {
     st.checks_failed = 0;
     ++st.checks_passed;
     auto h = st.live->health.load();
-    // A new worker is healthy on its first passed check; a failed one needs the threshold.
-    if (h == health_state::unknown ||
+    // A new worker is healthy on its first passed check (so is one whose models were only
+    // just found); a failed one needs the threshold.
+    if (h == health_state::unknown || st.just_discovered ||
         (h == health_state::unhealthy && st.checks_passed >= st.cfg.health_success_threshold)) {
       set_health(self, health_state::healthy);
     }
+    st.just_discovered = false;
     return;
   }
+  st.just_discovered = false;
   st.checks_passed = 0;
   ++st.checks_failed;
   logs::proxy().debug("worker {} health check failed ({}/{}): {}", st.id, st.checks_failed,
@@ -126,6 +136,22 @@ std::string describe(const exchange_result& r, const transport::collect_sink& si
 }
 
 void check_health(self_ptr self);
+
+/// A discovery that found no model: a failed check, and once per worker a warning saying why
+/// it is not routable and what makes it so (at debug level every check says it, as others).
+void discovery_failed(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.models_warned) {
+    st.models_warned = true;
+    logs::proxy().warn(
+        "worker {} ({}) is not routable: no model known ({}); asked again at "
+        "its next health checks (from 1 s, then up to every {} s), or register "
+        "it with a model_id",
+        st.id, st.spec.spec.url, why,
+        std::chrono::duration_cast<std::chrono::seconds>(st.cfg.health_interval).count());
+  }
+  record_check(self, false, why);
+}
 
 /// The engine a model listing names (`owned_by` of its first model, as smg detects it).
 std::optional<protocol::engine_runtime> runtime_in_listing(const nlohmann::json& listing) {
@@ -188,6 +214,7 @@ void discover_models(self_ptr self) {
     auto& st = self->state;
     st.models = std::move(models);
     st.models_known = true;
+    st.just_discovered = true;
     logs::proxy().info("worker {} ({}) serves {}", st.id, st.spec.spec.url,
                        nlohmann::json(st.models).dump());
     self->send(st.listener, models_atom_v, st.id, st.models);
@@ -201,7 +228,8 @@ void discover_models(self_ptr self) {
                      ? std::string{"/v1/models?limit=1000"}
                      : std::string{"/v1/models"};
   start_probe(
-      self, listing, [self, finish](const exchange_result& r, transport::collect_sink& sink) {
+      self, listing,
+      [self, finish, path = listing](const exchange_result& r, transport::collect_sink& sink) {
         auto models = std::vector<std::string>{};
         std::optional<protocol::engine_runtime> runtime;
         if (r.status == exchange_status::ok && sink.status() / 100 == 2) {
@@ -212,21 +240,24 @@ void discover_models(self_ptr self) {
         if (!models.empty()) {
           return finish(std::move(models), runtime);
         }
+        auto listed = "GET " + path + ": " + describe(r, sink);
         if (self->state.spec.spec.provider != protocol::provider_kind::none) {
-          return record_check(self, false, "model listing: " + describe(r, sink));
+          return discovery_failed(self, listed);
         }
-        start_probe(self, "/get_model_info",
-                    [self, finish](const exchange_result& r2, transport::collect_sink& sink2) {
-                      auto models = std::vector<std::string>{};
-                      if (r2.status == exchange_status::ok && sink2.status() / 100 == 2) {
-                        models = protocol::models_from_listing(
-                            nlohmann::json::parse(sink2.body(), nullptr, false));
-                      }
-                      if (models.empty()) {
-                        return record_check(self, false, "model discovery: " + describe(r2, sink2));
-                      }
-                      finish(std::move(models), std::nullopt);
-                    });
+        start_probe(
+            self, "/get_model_info",
+            [self, finish, listed](const exchange_result& r2, transport::collect_sink& sink2) {
+              auto models = std::vector<std::string>{};
+              if (r2.status == exchange_status::ok && sink2.status() / 100 == 2) {
+                models = protocol::models_from_listing(
+                    nlohmann::json::parse(sink2.body(), nullptr, false));
+              }
+              if (models.empty()) {
+                return discovery_failed(self,
+                                        listed + ", GET /get_model_info: " + describe(r2, sink2));
+              }
+              finish(std::move(models), std::nullopt);
+            });
       });
   (void)st;
 }
@@ -382,8 +413,12 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, std::string id,
         if (!st.check_running) {
           check_health(self);
         }
-        send_later(self->system(), caf::actor_cast<worker_proxy_actor>(self),
-                   st.cfg.health_interval, health_atom_v);
+        auto next = st.cfg.health_interval;
+        if (!st.models_known) { // sooner, while discovery has not found a model yet
+          next = std::min(next, st.discovery_retry);
+          st.discovery_retry = std::min(st.discovery_retry * 2, st.cfg.health_interval);
+        }
+        send_later(self->system(), caf::actor_cast<worker_proxy_actor>(self), next, health_atom_v);
       },
       [self](breaker_atom, std::uint64_t generation) {
         auto& st = self->state;

@@ -221,6 +221,26 @@ TEST_CASE_METHOD(fixture, "a worker whose models cannot be discovered never beco
   CHECK(discovered->size() == 1);
 }
 
+TEST_CASE_METHOD(fixture, "while no model is known, discovery is asked again from 1 s, doubling, "
+                          "and the worker is healthy on the check that finds one") {
+  stub.answers.erase("/v1/models"); // the engine is still loading: nothing lists a model
+  start();
+  REQUIRE(settle([&] { return state()["checks_failed"] == 1; }));
+  advance(1s); // not the health interval (10 s): the first retry
+  REQUIRE(settle([&] { return state()["checks_failed"] == 2; }));
+  CHECK(live->health == health_state::unhealthy); // the threshold (2) counts failed discoveries
+  CHECK_FALSE(live->routable());
+  stub.answers["/v1/models"] = {200, R"({"data":[{"id":"m"}]})"};
+  advance(1s); // the next retry is 2 s after the last: not yet
+  run();
+  CHECK(discovered->empty());
+  advance(1s);
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  CHECK(discovered->size() == 1);
+  CHECK(live->routable()); // without waiting for the success threshold (2) of a failed worker
+  CHECK(stub.served["/v1/models"] >= 1);
+}
+
 TEST_CASE_METHOD(fixture, "health follows the thresholds: unhealthy after the failures, healthy "
                           "again after the successes") {
   start();

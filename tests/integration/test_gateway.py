@@ -12,8 +12,8 @@ import threading
 import time
 import unittest
 
-from harness import (TROUPE_BIN, Gateway, ProcessTestCase, Sim, Stream, delete, get, post,
-                     request, sse_data, sse_name, wait_until)
+from harness import (TROUPE_BIN, Gateway, ProcessTestCase, Sim, Stream, delete, free_port, get,
+                     post, request, sse_data, sse_name, wait_until)
 
 MODEL = "sim-model"
 
@@ -319,6 +319,21 @@ class WorkerManagementTest(ProcessTestCase):
         gone = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x"})
         self.assertEqual(gone.status, 404)  # nobody serves the model any more
         self.assertEqual(get(gw.url + "/workers").json()["workers"], [])
+
+    def test_a_worker_up_after_the_gateway_is_routable_in_seconds_and_the_wait_explained(self):
+        # The default health interval (60 s) stays: discovery is asked again from 1 s anyway.
+        port = free_port()
+        gw = self.gateway(workers=[f"http://127.0.0.1:{port}"], wait_ready=False)
+        wait_until(lambda: "is not routable: no model known" in gw.output(), 10,
+                   what="the warning about the worker")
+        self.assertIn(f"(http://127.0.0.1:{port}) is not routable: no model known (GET /v1/models: "
+                      "connect_failed", gw.output())
+        self.assertEqual(get(gw.url + "/readiness").status, 503)
+        self.sim(port=port)
+        wait_until(lambda: get(gw.url + "/readiness").status == 200, 45,
+                   what="the late worker routable before the 60 s health interval")
+        ok = post(gw.url + "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
+        self.assertEqual(ok.status, 200, ok)
 
     def test_bad_worker_specs_are_refused(self):
         gw = self.gateway()
