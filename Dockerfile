@@ -17,6 +17,7 @@ RUN BUILD_DIR=/tmp/build scripts/build.sh troupe troupe-sim \
     && rm -rf /tmp/build \
     && mkdir -p /var/lib/troupe
 
-# API, metrics, cluster port.
+# API, metrics, cluster port. Beyond loopback the API needs a key: `docker run -e TROUPE_API_KEY=...`
+# (start-up refuses the API without one, unless --allow-unauthenticated).
 EXPOSE 30000 29000 7000
 CMD ["troupe", "--host", "0.0.0.0"]

@@ -127,6 +127,9 @@ struct gateway_config {
   std::string cluster_tls_key_passphrase; ///< For an encrypted key.
   /// Allows a cluster port without TLS on an address other than loopback.
   bool cluster_insecure = false;
+  /// Allows the API without `api_key`, and the metrics port (it has no authentication), on an
+  /// address other than loopback: otherwise start-up refuses them.
+  bool allow_unauthenticated = false;
   /// Largest gossip message decoded; BASP frames are bounded just above it.
   std::size_t cluster_max_message_bytes = 8u * 1024 * 1024;
   // The shared prefix view of cache_aware policies (docs/cluster.md, "Shared prefix view").

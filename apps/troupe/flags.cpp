@@ -261,7 +261,12 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
 
   // -- security --
   app.add_option("--api-key", cfg.api_key,
-                 "Require 'Authorization: Bearer KEY' on the data plane and worker management");
+                 "Require 'Authorization: Bearer KEY' on the data plane and worker management "
+                 "(prefer the environment variable: a flag shows in the process list)")
+      ->envname("TROUPE_API_KEY");
+  app.add_flag("--allow-unauthenticated", cfg.allow_unauthenticated,
+               "Start although a listener beyond loopback has no authentication: the API "
+               "without --api-key, the metrics port (it has none); a warning says so");
   app.add_option("--admin-api-key", cfg.admin_api_key,
                  "Require 'Authorization: Bearer KEY' on /admin/* (default: --api-key)");
 
@@ -499,7 +504,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   cfg.client_write_timeout = std::chrono::seconds(client_write_secs);
   cfg.shutdown_grace = std::chrono::seconds(grace_secs);
   cfg.request_header_timeout = secs(header_timeout);
-  if (!load_tls(cfg, why)) {
+  if (!load_tls(cfg, why) || !check_exposed_listeners(cfg, why)) {
     std::cerr << "troupe: " << why << "\n";
     exit_code = 2;
     return std::nullopt;

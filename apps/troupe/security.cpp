@@ -89,6 +89,27 @@ bool load_tls(actors::gateway_config& cfg, std::string& why) {
   return true;
 }
 
+bool check_exposed_listeners(const actors::gateway_config& cfg, std::string& why) {
+  if (cfg.allow_unauthenticated) {
+    return true;
+  }
+  if (!loopback(cfg.host) && cfg.api_key.empty()) {
+    why = "the API would listen on " + cfg.host +
+          " without authentication: set --api-key (or TROUPE_API_KEY; clients send "
+          "'Authorization: Bearer KEY' or 'x-api-key: KEY'), listen on loopback (--host "
+          "127.0.0.1), or accept the risk with --allow-unauthenticated";
+    return false;
+  }
+  if (cfg.prometheus_port != 0 && !loopback(cfg.prometheus_host)) {
+    why = "metrics would be served on " + cfg.prometheus_host +
+          " without authentication (the metrics port has none): keep them on loopback "
+          "(--prometheus-host 127.0.0.1), turn them off (--prometheus-port 0), or accept the risk "
+          "with --allow-unauthenticated (a firewall in front)";
+    return false;
+  }
+  return true;
+}
+
 void warn_exposed_listeners(const actors::gateway_config& cfg) {
   if (!loopback(cfg.host)) {
     if (cfg.api_key.empty()) {

@@ -11,6 +11,10 @@ namespace troupe::apps {
 /// contexts. False on a bad combination or a bad file, with `why` naming the flag and the file.
 bool load_tls(actors::gateway_config& cfg, std::string& why);
 
+/// False (with `why` naming the flags) for a listener beyond loopback without authentication,
+/// unless `--allow-unauthenticated`: the API without `--api-key`, the metrics port.
+bool check_exposed_listeners(const actors::gateway_config& cfg, std::string& why);
+
 /// Logs a warning for each listener bound beyond loopback that nothing guards: the API without
 /// `--api-key`, the metrics port (it has no authentication), plain HTTP carrying keys.
 void warn_exposed_listeners(const actors::gateway_config& cfg);

@@ -6,6 +6,7 @@ bad inputs, client disconnects and workers dying mid-stream.
 """
 
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -174,6 +175,66 @@ class StartupTest(unittest.TestCase):
                 if what == "cannot serve metrics":  # the way out, for the second node on a host
                     self.assertIn("give each its own --prometheus-port, or 0 for no metrics "
                                   "listener", p.stdout + p.stderr)
+
+
+class ExposedListenerTest(unittest.TestCase):
+    """A listener beyond loopback is authenticated, or start-up refuses it unless told to."""
+
+    def run_troupe(self, *flags, env=None):
+        """Starts troupe; returns (exit code or None if it started listening, its output)."""
+        args = [TROUPE_BIN, "--port", str(free_port()), *map(str, flags)]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env={**os.environ, **(env or {})})
+        out = []
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                line = p.stdout.readline()
+                if not line:
+                    return p.wait(5), "".join(out)
+                out.append(line)
+                if "troupe listening on" in line:
+                    return None, "".join(out)
+            self.fail("troupe neither started nor exited:\n" + "".join(out))
+        finally:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(10)
+            p.stdout.close()
+
+    def test_the_api_beyond_loopback_needs_a_key(self):
+        code, out = self.run_troupe("--host", "0.0.0.0", "--prometheus-port", 0)
+        self.assertEqual(code, 2, out)
+        self.assertIn("the API would listen on 0.0.0.0 without authentication", out)
+        for named in ("--api-key", "TROUPE_API_KEY", "--host 127.0.0.1", "--allow-unauthenticated"):
+            self.assertIn(named, out)
+        code, out = self.run_troupe("--host", "0.0.0.0", "--prometheus-port", 0, "--api-key", "k-1")
+        self.assertIsNone(code, out)
+        self.assertNotIn("k-1", out)  # the key is never printed
+        code, out = self.run_troupe("--host", "0.0.0.0", "--prometheus-port", 0,
+                                    env={"TROUPE_API_KEY": "k-2"})
+        self.assertIsNone(code, out)
+
+    def test_metrics_beyond_loopback_are_refused(self):
+        code, out = self.run_troupe("--prometheus-host", "0.0.0.0", "--prometheus-port", free_port())
+        self.assertEqual(code, 2, out)
+        self.assertIn("metrics would be served on 0.0.0.0 without authentication", out)
+        self.assertIn("--allow-unauthenticated", out)
+        # An API key guards the API, not the metrics port.
+        code, out = self.run_troupe("--prometheus-host", "0.0.0.0", "--prometheus-port", free_port(),
+                                    "--host", "0.0.0.0", "--api-key", "k")
+        self.assertEqual(code, 2, out)
+
+    def test_allow_unauthenticated_starts_with_warnings(self):
+        code, out = self.run_troupe("--host", "0.0.0.0", "--prometheus-host", "0.0.0.0",
+                                    "--prometheus-port", free_port(), "--allow-unauthenticated")
+        self.assertIsNone(code, out)
+        self.assertIn("the API listens on 0.0.0.0 without --api-key", out)
+        self.assertIn("metrics are served on 0.0.0.0 without authentication", out)
+        # Loopback needs nothing.
+        code, out = self.run_troupe("--host", "127.0.0.1", "--prometheus-port", 0)
+        self.assertIsNone(code, out)
+        self.assertNotIn("without", out)
 
 
 class BusyPollTest(ProcessTestCase):
