@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
+#include <utility>
 
 namespace troupe::actors {
 
@@ -105,20 +106,19 @@ void set_health(self_ptr self, health_state next) {
 void record_check(self_ptr self, bool passed, const std::string& why) {
   auto& st = self->state;
   st.check_running = false;
+  bool just_discovered = std::exchange(st.just_discovered, false);
   if (passed) {
     st.checks_failed = 0;
     ++st.checks_passed;
     auto h = st.live->health.load();
     // A new worker is healthy on its first passed check (so is one whose models were only
     // just found); a failed one needs the threshold.
-    if (h == health_state::unknown || st.just_discovered ||
+    if (h == health_state::unknown || just_discovered ||
         (h == health_state::unhealthy && st.checks_passed >= st.cfg.health_success_threshold)) {
       set_health(self, health_state::healthy);
     }
-    st.just_discovered = false;
     return;
   }
-  st.just_discovered = false;
   st.checks_passed = 0;
   ++st.checks_failed;
   logs::proxy().debug("worker {} health check failed ({}/{}): {}", st.id, st.checks_failed,

@@ -64,7 +64,7 @@ void first_fields(const Fields& fields, const Names& names,
 
 /// Field names to look up on every request, resolved once: Beast's `http::field` for the
 /// names it knows, so that a field Beast knows too is matched by an integer compare, and the
-/// text (lowercase) of the others, compared only with fields Beast does not know.
+/// text of the others, compared (ignoring case) only with fields Beast does not know.
 class field_names {
 public:
   template <class Names> explicit field_names(const Names& names) {

@@ -34,6 +34,16 @@ bool loopback(const std::string& host) {
   return !ec && addr.is_loopback();
 }
 
+/// The API beyond loopback without a key.
+bool api_unguarded(const actors::gateway_config& cfg) {
+  return !loopback(cfg.host) && cfg.api_key.empty();
+}
+
+/// A metrics port beyond loopback (it has no authentication).
+bool metrics_unguarded(const actors::gateway_config& cfg) {
+  return cfg.prometheus_port != 0 && !loopback(cfg.prometheus_host);
+}
+
 } // namespace
 
 bool load_tls(actors::gateway_config& cfg, std::string& why) {
@@ -93,14 +103,14 @@ bool check_exposed_listeners(const actors::gateway_config& cfg, std::string& why
   if (cfg.allow_unauthenticated) {
     return true;
   }
-  if (!loopback(cfg.host) && cfg.api_key.empty()) {
+  if (api_unguarded(cfg)) {
     why = "the API would listen on " + cfg.host +
           " without authentication: set --api-key (or TROUPE_API_KEY; clients send "
           "'Authorization: Bearer KEY' or 'x-api-key: KEY'), listen on loopback (--host "
           "127.0.0.1), or accept the risk with --allow-unauthenticated";
     return false;
   }
-  if (cfg.prometheus_port != 0 && !loopback(cfg.prometheus_host)) {
+  if (metrics_unguarded(cfg)) {
     why = "metrics would be served on " + cfg.prometheus_host +
           " without authentication (the metrics port has none): keep them on loopback "
           "(--prometheus-host 127.0.0.1), turn them off (--prometheus-port 0), or accept the risk "
@@ -111,21 +121,17 @@ bool check_exposed_listeners(const actors::gateway_config& cfg, std::string& why
 }
 
 void warn_exposed_listeners(const actors::gateway_config& cfg) {
-  if (!loopback(cfg.host)) {
-    if (cfg.api_key.empty()) {
-      logs::gateway().warn(
-          "the API listens on {} without --api-key: anyone who reaches the port can use "
-          "the workers and register new ones",
-          cfg.host);
-    }
-    if (!cfg.server_tls) {
-      logs::gateway().warn(
-          "the API listens on {} over plain HTTP: API keys and prompts cross the network "
-          "in the clear (--tls-cert-path/--tls-key-path serve HTTPS)",
-          cfg.host);
-    }
+  if (api_unguarded(cfg)) {
+    logs::gateway().warn("the API listens on {} without --api-key: anyone who reaches the port "
+                         "can use the workers and register new ones",
+                         cfg.host);
   }
-  if (cfg.prometheus_port != 0 && !loopback(cfg.prometheus_host)) {
+  if (!loopback(cfg.host) && !cfg.server_tls) {
+    logs::gateway().warn("the API listens on {} over plain HTTP: API keys and prompts cross the "
+                         "network in the clear (--tls-cert-path/--tls-key-path serve HTTPS)",
+                         cfg.host);
+  }
+  if (metrics_unguarded(cfg)) {
     logs::gateway().warn("metrics are served on {} without authentication: keep that port behind a "
                          "firewall or on loopback",
                          cfg.prometheus_host);
