@@ -1,7 +1,14 @@
 """A fake worker for benchmarks: one nginx answering on any number of loopback ports with a
 canned chat completion (`POST /v1/chat/completions`), a model listing (`GET /v1/models`) and
 `GET /health`. It never looks at a request body, so it costs next to nothing per request:
-what a benchmark measures in front of it is the gateway."""
+what a benchmark measures in front of it is the gateway.
+
+Never looking at a body still means reading it off the socket, and nginx discards an unread
+body 4 KB per `recvfrom` (NGX_HTTP_DISCARD_BUFFER_SIZE): 26 system calls for a 100 KB prompt,
+the worker's cost growing with the prompt. `read_body=True` has nginx read the body into its
+1 MB client body buffer instead (Debian's nginx-light always ships the echo module:
+`echo_read_request_body`, then an internal redirect to the canned answer), two `recvfrom` per
+100 KB request; the answer is the same bytes with the same Content-Length."""
 
 import json
 import os
@@ -21,7 +28,13 @@ CHAT_ANSWER = json.dumps({
 MODELS = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
 
-def _chat_location(chat_upstream):
+ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
+
+
+def _chat_location(chat_upstream, read_body=False):
+    if not chat_upstream and read_body:
+        return f"""location = /v1/chat/completions {{ echo_read_request_body; echo_exec /canned; }}
+    location = /canned {{ internal; return 200 '{CHAT_ANSWER}'; }}"""
     if not chat_upstream:
         return f"location = /v1/chat/completions {{ return 200 '{CHAT_ANSWER}'; }}"
     return f"""location = /v1/chat/completions {{
@@ -33,11 +46,13 @@ def _chat_location(chat_upstream):
     }}"""
 
 
-def nginx_preamble(tmp):
+def nginx_preamble(tmp, modules=()):
     """The start of an nginx.conf for a benchmark: one worker process, files under `tmp`, no
-    access log, kept-alive connections; it opens the `http` block (the caller closes it)."""
+    access log, kept-alive connections; it opens the `http` block (the caller closes it).
+    `modules`: dynamic modules to load (paths)."""
+    loads = "".join(f"load_module {m};\n" for m in modules)
     return f"""
-worker_processes 1;
+{loads}worker_processes 1;
 worker_rlimit_nofile 20000;
 daemon off;
 pid {tmp}/nginx.pid;
@@ -62,11 +77,12 @@ def nginx_workdir(prefix):
     return tmp
 
 
-def _conf(tmp, ports, chat_upstream=None):
+def _conf(tmp, ports, chat_upstream=None, read_body=False):
     upstream = (f"upstream chat_upstream {{ server {chat_upstream}; keepalive 256; }}"
                 if chat_upstream else "")
     listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
-    return f"""{nginx_preamble(tmp)}
+    modules = [ECHO_MODULE] if read_body and not chat_upstream else []
+    return f"""{nginx_preamble(tmp, modules)}
   client_max_body_size 16m;
   client_body_buffer_size 1m;
   {upstream}
@@ -75,7 +91,7 @@ def _conf(tmp, ports, chat_upstream=None):
     default_type application/json;
     location = /health {{ return 200 'ok'; }}
     location = /v1/models {{ return 200 '{MODELS}'; }}
-    {_chat_location(chat_upstream)}
+    {_chat_location(chat_upstream, read_body)}
   }}
 }}
 """
@@ -84,15 +100,16 @@ def _conf(tmp, ports, chat_upstream=None):
 class FakeWorkers:
     """nginx on `ports`, started at once (prefix: e.g. ["taskset", "-c", "1"]). With
     `chat_upstream` ("127.0.0.1:port", e.g. bench/slow_upstream.py), chat completions are passed
-    there instead of answered at once (health checks and /v1/models still are)."""
+    there instead of answered at once (health checks and /v1/models still are). With
+    `read_body`, a chat's body is read whole before the canned answer (see above)."""
 
-    def __init__(self, ports, prefix=(), chat_upstream=None):
+    def __init__(self, ports, prefix=(), chat_upstream=None, read_body=False):
         self.ports = list(ports)
         self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         self.tmp = nginx_workdir("troupe-fake-worker-")
         conf = os.path.join(self.tmp, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(_conf(self.tmp, self.ports, chat_upstream))
+            f.write(_conf(self.tmp, self.ports, chat_upstream, read_body))
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         self.proc = subprocess.Popen([*prefix, nginx, "-c", conf], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)

@@ -11,12 +11,14 @@
            difference of the TTFT percentiles, per round, then the median.
   prompts  non-streamed requests/s with 100 KB prompts against 1 KB prompts at concurrency 64,
            through troupe and direct, interleaved rounds, against a fake worker (nginx with a
-           canned answer, bench/fake_worker.py) that does not read the prompt: the simulator
-           tokenizes every prompt and would be what the run measures.
+           canned answer, bench/fake_worker.py) that reads the body whole and ignores it (the
+           simulator tokenizes every prompt and would be what the run measures;
+           `--discarding-worker`: nginx's own discard of an unread body, 4 KB per read, as
+           before 2026-12-04); beside it the gateway's CPU per request at each size.
 
 Usage: bench/streams_bench.py [many|ttft|prompts ...] [--rounds 3] [--streams 10000]
            [--ttft-concurrency 256] [--ttft-mode paired|sequential] [--ttft-itl-ms 500]
-           [--ttft-tokens 8] [--build build] [--json out.json]
+           [--ttft-tokens 8] [--discarding-worker] [--build build] [--json out.json]
 N streams are 2N sockets in the gateway (client and worker side): the processes' open-file
 limit must allow it. The bench raises its own limit (soft and hard) to 2N + 4,096 when it can
 (as root, or within the hard limit), and the processes it starts inherit it (troupe and
@@ -36,6 +38,7 @@ import threading
 import time
 
 from fake_worker import MODEL as FAKE_MODEL, FakeWorkers
+from fleet_scale import cpu_seconds
 from loopback import Processes, free_port, wait_http
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -227,30 +230,41 @@ def prompts(args, results):
     """Requests/s with 100 KB prompts against 1 KB prompts."""
     procs = Procs(args.build)
     tmp = tempfile.mkdtemp(prefix="troupe-prompts-")
-    worker = FakeWorkers([free_port()])
+    worker = FakeWorkers([free_port()], read_body=not args.discarding_worker)
     try:
-        gw, _ = procs.troupe(worker.urls, "--max-payload-size", 4 * 1024 * 1024)
+        gw, gw_proc = procs.troupe(worker.urls, "--max-payload-size", 4 * 1024 * 1024)
         files = {"1KB": prompt_file(tmp, 1000), "100KB": prompt_file(tmp, 100_000)}
         rows = []
         for r in range(args.rounds):
             row = {}
             for target, url in (("direct", worker.urls[0]), ("troupe", gw)):
                 for size, path in files.items():
+                    cpu0 = cpu_seconds(gw_proc.pid)
                     s = bench(args.build, "--url", url, "--prompts", path, "--no-stream",
                               "--concurrency", 64, "--duration", args.duration, "--warmup", 1,
                               "--max-tokens", 8, model=FAKE_MODEL)
                     row[f"{target}_{size}"] = s["throughput"]["requests_per_s"]
+                    if target == "troupe":  # warm-up included: the gateway served it too
+                        row[f"troupe_{size}_cpu_us"] = ((cpu_seconds(gw_proc.pid) - cpu0) * 1e6 /
+                                                        max(s["requests"] +
+                                                            s["warmup_requests"], 1))
                     if s["failed"]:
                         row[f"{target}_{size}_failed"] = s["failures"]
             rows.append(row)
             print(f"prompts round {r + 1}: " + ", ".join(
+                f"{k} {v:.1f} µs" if k.endswith("_cpu_us") else
                 f"{k} {v:.0f} req/s" if isinstance(v, float) else f"{k} {v}"
                 for k, v in row.items()), flush=True)
         ratio = {t: statistics.median(x[f"{t}_100KB"] / x[f"{t}_1KB"] for x in rows)
                  for t in ("direct", "troupe")}
-        results["prompts"] = {"rounds": rows, "ratio_100KB_to_1KB": ratio}
+        cpu = {size: statistics.median(x[f"troupe_{size}_cpu_us"] for x in rows)
+               for size in files}
+        results["prompts"] = {"rounds": rows, "ratio_100KB_to_1KB": ratio,
+                              "troupe_cpu_us_per_request": cpu,
+                              "worker": "discards" if args.discarding_worker else "reads"}
         print(f"prompts: 100 KB / 1 KB req/s (median of rounds): troupe {ratio['troupe']:.2f}, "
-              f"direct {ratio['direct']:.2f}")
+              f"direct {ratio['direct']:.2f}; the gateway's CPU per request {cpu['1KB']:.1f} µs "
+              f"at 1 KB, {cpu['100KB']:.1f} µs at 100 KB")
     finally:
         procs.stop_all()
         worker.stop()
@@ -274,6 +288,9 @@ def main():
                     help="the simulator's gap between tokens in the ttft runs (default 500)")
     ap.add_argument("--ttft-tokens", type=int, default=8,
                     help="tokens per stream in the ttft runs (default 8)")
+    ap.add_argument("--discarding-worker", action="store_true",
+                    help="prompts: the fake worker lets nginx discard the unread body (4 KB per "
+                         "read) instead of reading it whole")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
