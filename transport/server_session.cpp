@@ -1,5 +1,7 @@
 #include "transport/server_session.hpp"
 
+#include "transport/transfer_at_once.hpp"
+
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
 #include "transport/memory_stream.hpp"
 #endif
@@ -116,7 +118,7 @@ template <class Stream> void server_session<Stream>::do_write() {
     if (!sock.non_blocking()) {
       sock.non_blocking(true, ec);
     }
-    auto n = ec ? 0 : net::write(sock, buffers_, ec);
+    auto n = ec ? 0 : net::write(sock, buffers_, transfer_at_once{}, ec);
     if (!ec) {
       watch_.step();
       return on_write(ec);
@@ -130,7 +132,7 @@ template <class Stream> void server_session<Stream>::do_write() {
       stream_, buffers_,
       [this](const error_code& ec, std::size_t n) {
         watch_.step(); // at the start and after each part written: progress
-        return net::transfer_all()(ec, n);
+        return transfer_at_once{}(ec, n);
       },
       [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
   if (!watch_.armed() && watch_.enabled() && socket()) {

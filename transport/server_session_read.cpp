@@ -5,6 +5,7 @@
 #include "transport/handler_tail.hpp"
 #include "transport/read_buffer.hpp"
 #include "transport/server_session.hpp"
+#include "transport/transfer_at_once.hpp"
 
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
 #include "transport/memory_stream.hpp"
@@ -210,7 +211,8 @@ template <class Stream> void server_session<Stream>::read_body() {
     auto have = body.size();
     auto n = static_cast<std::size_t>(*rest);
     body.resize(have + n);
-    return net::async_read(stream_, net::buffer(body.data() + have, n), std::move(done));
+    return net::async_read(stream_, net::buffer(body.data() + have, n), transfer_at_once{},
+                           std::move(done));
   }
   make_room_for_body(buffer_, rest);
   http::async_read(stream_, buffer_, *parser_, std::move(done));

@@ -4,6 +4,7 @@
 #include "transport/handler_tail.hpp"
 #include "transport/header_fields.hpp"
 #include "transport/read_buffer.hpp"
+#include "transport/transfer_at_once.hpp"
 
 #include <algorithm>
 #include <array>
@@ -257,7 +258,7 @@ void upstream_exchange::do_write() {
     if (!socket.non_blocking()) {
       socket.non_blocking(true, ec);
     }
-    auto n = ec ? 0 : net::write(socket, bufs, ec);
+    auto n = ec ? 0 : net::write(socket, bufs, transfer_at_once{}, ec);
     if (!ec) {
       return do_read_head();
     }
@@ -266,9 +267,11 @@ void upstream_exchange::do_write() {
     }
     beast::buffers_suffix<std::array<net::const_buffer, 2>> rest{bufs};
     rest.consume(n);
-    return net::async_write(*plain, rest, std::move(on_write));
+    return net::async_write(*plain, rest, transfer_at_once{}, std::move(on_write));
   }
-  conn_->visit([&](auto& stream) { net::async_write(stream, bufs, std::move(on_write)); });
+  conn_->visit([&](auto& stream) {
+    net::async_write(stream, bufs, transfer_at_once{}, std::move(on_write));
+  });
 }
 
 void upstream_exchange::do_read_head() {

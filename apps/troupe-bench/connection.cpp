@@ -1,5 +1,7 @@
 #include "apps/troupe-bench/connection.hpp"
 
+#include "transport/transfer_at_once.hpp"
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -58,7 +60,7 @@ void connection::do_write() {
   record_.sent = bench_clock::now();
   stream_.expires_at(deadline_);
   asio::async_write(
-      stream_, asio::buffer(*request_),
+      stream_, asio::buffer(*request_), transport::transfer_at_once{}, // 100 KB: one sendmsg
       [self = shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
 }
 
