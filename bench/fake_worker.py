@@ -32,7 +32,7 @@ ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 
 
 def _chat_location(chat_upstream, read_body=False):
-    if not chat_upstream and read_body:
+    if read_body:
         return f"""location = /v1/chat/completions {{ echo_read_request_body; echo_exec /canned; }}
     location = /canned {{ internal; return 200 '{CHAT_ANSWER}'; }}"""
     if not chat_upstream:
@@ -81,8 +81,8 @@ def _conf(tmp, ports, chat_upstream=None, read_body=False):
     upstream = (f"upstream chat_upstream {{ server {chat_upstream}; keepalive 256; }}"
                 if chat_upstream else "")
     listens = "\n".join(f"    listen 127.0.0.1:{p} backlog=4096;" for p in ports)
-    modules = [ECHO_MODULE] if read_body and not chat_upstream else []
-    return f"""{nginx_preamble(tmp, modules)}
+    read_body = read_body and not chat_upstream  # a passed-on chat is read by the proxy
+    return f"""{nginx_preamble(tmp, [ECHO_MODULE] if read_body else [])}
   client_max_body_size 16m;
   client_body_buffer_size 1m;
   {upstream}

@@ -239,7 +239,7 @@ def prompts(args, results):
             row = {}
             for target, url in (("direct", worker.urls[0]), ("troupe", gw)):
                 for size, path in files.items():
-                    cpu0 = cpu_seconds(gw_proc.pid)
+                    cpu0 = cpu_seconds(gw_proc.pid) if target == "troupe" else None
                     s = bench(args.build, "--url", url, "--prompts", path, "--no-stream",
                               "--concurrency", 64, "--duration", args.duration, "--warmup", 1,
                               "--max-tokens", 8, model=FAKE_MODEL)
