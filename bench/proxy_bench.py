@@ -18,7 +18,10 @@ Troupe runs at its default log level (info: one line per request), logging into 
 production deployment would; nginx runs without an access log. `cpu us/req` is the CPU time
 (user + system, from /proc) the target's process spent per request during its run: the
 simulator's for `direct`, nginx's master and worker for nginx; `user` is its user-space part
-(the process's own code; the rest is the kernel's sockets and scheduling).
+(the process's own code; the rest is the kernel's sockets and scheduling). Behind a proxy,
+`sim` is the simulator's CPU per request, `wrk` wrk's, `machine` the whole machine's busy CPU
+per request (/proc/stat) and `idle` its idle share during the run: where a proxy makes its
+peers work more, or leaves the CPUs idle, these show it.
 
 Usage: bench/proxy_bench.py [--rounds 3] [--duration 5] [--concurrency 1 64] [--build build]
                             [--tls] [--baseline-bin PATH] [--baseline-flag FLAG]
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -144,15 +148,37 @@ def run_wrk(url, conc, duration, script):
     return parse_wrk(out)
 
 
-def run_wrk_cpu(url, conc, duration, script, pid):
+def machine_times():
+    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat."""
+    tick = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks) - idle) / tick, sum(ticks) / tick
+
+
+def run_wrk_cpu(url, conc, duration, script, pid, sim_pid=None):
     """As run_wrk, plus `cpu_us`: the CPU time process `pid` spent per request meanwhile, and
-    `user_us`, the part of it in user space (the proxy's own code, not the kernel's)."""
+    `user_us`, the part of it in user space (the proxy's own code, not the kernel's); `sim_us`,
+    the simulator's (process `sim_pid`) per request, `wrk_us` wrk's, and `machine_us` the whole
+    machine's busy CPU per request, `idle` the machine's idle share during the run: where a
+    proxy makes its peers work more, or leaves the CPUs idle, these show it."""
     user0, system0 = cpu_times(pid, children=True)
+    sim0 = sum(cpu_times(sim_pid)) if sim_pid else 0.0
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk's, once it is reaped
+    busy0, total0 = machine_times()
     res = run_wrk(url, conc, duration, script)
+    busy1, total1 = machine_times()
+    kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sim1 = sum(cpu_times(sim_pid)) if sim_pid else 0.0
     user1, system1 = cpu_times(pid, children=True)
     n = max(res["requests"], 1)
     res["cpu_us"] = (user1 - user0 + system1 - system0) * 1e6 / n
     res["user_us"] = (user1 - user0) * 1e6 / n
+    res["sim_us"] = (sim1 - sim0) * 1e6 / n
+    res["wrk_us"] = ((kids1.ru_utime - kids0.ru_utime) + (kids1.ru_stime - kids0.ru_stime)) * 1e6 / n
+    res["machine_us"] = (busy1 - busy0) * 1e6 / n
+    res["idle"] = 1 - (busy1 - busy0) / max(total1 - total0, 1e-9)
     return res
 
 
@@ -263,18 +289,22 @@ def main():
         for r in range(args.rounds):
             for c in args.concurrency:
                 for name, base in targets.items():
-                    res = run_wrk_cpu(f"{base}{path}", c, args.duration, script, pids[name])
+                    res = run_wrk_cpu(f"{base}{path}", c, args.duration, script, pids[name],
+                                      None if name == "direct" else pids["direct"])
                     results[c][name].append(res)
                     print(f"round {r + 1} c={c:<3} {name:<7} {res['rps']:>9.0f} req/s  "
                           f"p50 {res['p50_ms']:.3f} ms  p99 {res['p99_ms']:.3f} ms  "
-                          f"cpu {res['cpu_us']:.1f} us/req (user {res['user_us']:.1f})"
+                          f"cpu {res['cpu_us']:.1f} us/req (user {res['user_us']:.1f})  "
+                          f"sim {res['sim_us']:.1f} wrk {res['wrk_us']:.1f} "
+                          f"machine {res['machine_us']:.1f} idle {res['idle']:.0%}"
                           + (f"  NON-2XX {res['non2xx']}" if res["non2xx"] else ""),
                           flush=True)
 
         print("\nmedians over rounds (ratios are per round, then the median; a TLS target is "
               "compared with nginx_tls):")
         print(f"{'c':>4} {'target':<10} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-              f"{'vs direct':>9} {'vs nginx':>9} {'cpu us/req':>10} {'user':>7}")
+              f"{'vs direct':>9} {'vs nginx':>9} {'cpu us/req':>10} {'user':>7} {'sim':>6} "
+              f"{'wrk':>6} {'machine':>8} {'idle':>5}")
         summary = {}
         for c in args.concurrency:
             for name in targets:
@@ -285,11 +315,13 @@ def main():
                 vs_nginx = statistics.median(
                     rows[i]["rps"] / results[c][ref][i]["rps"] for i in range(len(rows)))
                 med = {k: statistics.median(x[k] for x in rows)
-                       for k in ("rps", "p50_ms", "p99_ms", "cpu_us", "user_us")}
+                       for k in ("rps", "p50_ms", "p99_ms", "cpu_us", "user_us", "sim_us", "wrk_us",
+                                 "machine_us", "idle")}
                 summary[f"c{c}_{name}"] = dict(med, vs_direct=vs_direct, vs_nginx=vs_nginx)
                 print(f"{c:>4} {name:<10} {med['rps']:>9.0f} {med['p50_ms']:>8.3f} "
                       f"{med['p99_ms']:>8.3f} {vs_direct:>9.2f} {vs_nginx:>9.2f} "
-                      f"{med['cpu_us']:>10.1f} {med['user_us']:>7.1f}")
+                      f"{med['cpu_us']:>10.1f} {med['user_us']:>7.1f} {med['sim_us']:>6.1f} "
+                      f"{med['wrk_us']:>6.1f} {med['machine_us']:>8.1f} {med['idle']:>5.0%}")
             added_troupe = (summary[f"c{c}_troupe"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             added_nginx = (summary[f"c{c}_nginx"]["p50_ms"] - summary[f"c{c}_direct"]["p50_ms"]) * 1000
             print(f"     added p50 at c={c}: troupe {added_troupe:+.0f} us, nginx {added_nginx:+.0f} us")
