@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Gateway overhead benchmark: the same request sent with wrk directly to a zero-latency
 troupe-sim, through troupe, and through nginx as a plain keep-alive reverse proxy, interleaved
-in rounds, at several concurrencies. Prints requests/s, p50 and p99 per target and the ratios.
+in rounds (each round starting at the next target), at several concurrencies. Prints
+requests/s, p50 and p99 per target and the ratios.
 
 With --tls, two more targets terminate TLS with the same certificate (EC P-256, made for the
 run with the openssl CLI): troupe with --tls-cert-path/--tls-key-path (`troupe_tls`) and nginx
@@ -288,7 +289,12 @@ def main():
         results = {c: {t: [] for t in targets} for c in args.concurrency}
         for r in range(args.rounds):
             for c in args.concurrency:
-                for name, base in targets.items():
+                # Each round starts at another target: no target always runs first or
+                # right after the same neighbour (what a process left warm or busy).
+                names = list(targets)
+                k = r % len(names)
+                for name in names[k:] + names[:k]:
+                    base = targets[name]
                     res = run_wrk_cpu(f"{base}{path}", c, args.duration, script, pids[name],
                                       None if name == "direct" else pids["direct"])
                     results[c][name].append(res)
