@@ -57,14 +57,15 @@ def wait_http(url, timeout=10, context=None):
 
 
 class Processes:
-    """Processes a benchmark starts (output discarded), stopped together, last started first."""
+    """Processes a benchmark starts (output discarded, or into the open file `log`), stopped
+    together, last started first."""
 
     def __init__(self):
         self.procs = []
 
-    def start(self, args):
-        p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    def start(self, args, log=None):
+        p = subprocess.Popen([str(a) for a in args], stdout=log or subprocess.DEVNULL,
+                             stderr=subprocess.STDOUT if log else subprocess.DEVNULL)
         self.procs.append(p)
         return p
 

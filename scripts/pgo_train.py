@@ -2,7 +2,8 @@
 """The training run of a profile-guided build (scripts/build-pgo.sh): an instrumented `troupe`
 in front of two simulated workers, driven through the requests a production node serves most
 (OpenAI chat streamed and not, Anthropic messages, Responses, the model list, health, metrics,
-a refused request), then stopped with SIGTERM so that it writes its profile.
+a refused request), then stopped with SIGTERM so that it writes its profile. Troupe's log goes
+to BUILD_DIR/pgo-train.log.
 
 Usage: scripts/pgo_train.py BUILD_DIR [--seconds 4]
 BUILD_DIR holds the instrumented apps/troupe/troupe, apps/troupe-sim/troupe-sim and
@@ -14,12 +15,11 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from loopback import free_port, wait_http  # noqa: E402
+from loopback import Processes, free_port, wait_http  # noqa: E402
 
 MODEL = "pgo-model"
 
@@ -39,29 +39,25 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--seconds", type=float, default=4)
     args = ap.parse_args()
-    apps = os.path.join(os.path.abspath(args.build), "apps")
+    build = os.path.abspath(args.build)
+    apps = os.path.join(build, "apps")
     troupe = os.path.join(apps, "troupe", "troupe")
     sim = os.path.join(apps, "troupe-sim", "troupe-sim")
     bench = os.path.join(apps, "troupe-bench", "troupe-bench")
 
-    procs = []
-    tmp = tempfile.mkdtemp(prefix="troupe-pgo-")
+    procs = Processes()
+    log = open(os.path.join(build, "pgo-train.log"), "w")
     try:
         sims = []
         for _ in range(2):
             port = free_port()
-            procs.append(subprocess.Popen(
-                [sim, "--port", str(port), "--model-id", MODEL, "--ttft-base-ms", "0",
-                 "--prefill-us-per-token", "0", "--itl-ms", "0", "--request-log-size", "0"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.start([sim, "--port", port, "--model-id", MODEL, "--ttft-base-ms", 0,
+                         "--prefill-us-per-token", 0, "--itl-ms", 0, "--request-log-size", 0])
             sims.append(f"http://127.0.0.1:{port}")
             wait_http(f"{sims[-1]}/health")
         port = free_port()
-        log = open(os.path.join(tmp, "troupe.log"), "w")
-        gateway = subprocess.Popen(
-            [troupe, "--port", str(port), "--prometheus-port", "0", "--worker-urls"] + sims,
-            stdout=log, stderr=subprocess.STDOUT)
-        procs.append(gateway)
+        gateway = procs.start(
+            [troupe, "--port", port, "--prometheus-port", 0, "--worker-urls"] + sims, log=log)
         base = f"http://127.0.0.1:{port}"
         wait_http(f"{base}/readiness")
 
@@ -90,13 +86,8 @@ def main():
             sys.exit(f"troupe exited with {gateway.returncode}: see {log.name}")
         print("trained: the profile is written", flush=True)
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        procs.stop_all()
+        log.close()
 
 
 if __name__ == "__main__":
