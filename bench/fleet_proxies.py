@@ -12,7 +12,7 @@ and its keepalive cache is one list searched for the chosen peer's address, so i
 per request twice. HAProxy picks from a tree (O(log W)) and keeps idle connections per server.
 
 For each W, concurrency and round: req/s, p50, and the proxy's CPU per request (user and
-system, /proc). Ratios are to the smallest W of the same proxy, concurrency and round; medians
+system, /proc) and the TCP segments the machine sent per request. Ratios are to the smallest W of the same proxy, concurrency and round; medians
 over rounds. `--concurrency 1 64` adds c=1, where the p50's ratio is what issue 11's target
 names (at most 1.1x).
 
@@ -179,7 +179,7 @@ def main():
                             rows.append(r)
                             print(f"round {rnd + 1} {proxy:<7} W={w:<5} c={c:<3} {r['rps']:8.0f} "
                                   f"req/s p50 {r['p50_ms']:.3f} ms cpu {r['cpu_us']:.1f} us/req "
-                                  f"(sys {r['sys_us']:.1f}) errors "
+                                  f"(sys {r['sys_us']:.1f}) segments {r['segments']:.2f}/req errors "
                                   f"{r['non2xx'] + r['socket_errors']}", flush=True)
                     finally:
                         p.stop()
@@ -187,7 +187,7 @@ def main():
         print("\nmedians over rounds; ratios to W=%d of the same proxy, concurrency and round"
               % small)
         print(f"{'proxy':<8}{'c':>4}{'W':>6}{'req/s':>9}{'ratio':>7}{'p50 ms':>8}{'p50 x':>7}"
-              f"{'cpu us':>8}{'user':>7}{'sys':>7}{'cpu x':>7}")
+              f"{'cpu us':>8}{'user':>7}{'sys':>7}{'cpu x':>7}{'segs':>6}")
         med = statistics.median
         for proxy in proxies:
             for c in args.concurrency:
@@ -205,7 +205,8 @@ def main():
                           f"{med(r['cpu_us'] for r in mine):>8.1f}"
                           f"{med(r['cpu_us'] - r['sys_us'] for r in mine):>7.1f}"
                           f"{med(r['sys_us'] for r in mine):>7.1f}"
-                          f"{med(r['cpu_us'] / base(r)['cpu_us'] for r in mine):>7.2f}")
+                          f"{med(r['cpu_us'] / base(r)['cpu_us'] for r in mine):>7.2f}"
+                          f"{med(r['segments'] for r in mine):>6.2f}")
     finally:
         workers.stop()
         shutil.rmtree(tmp, ignore_errors=True)
