@@ -59,6 +59,9 @@ public:
     if (sample_.empty()) {
       return npos;
     }
+    for (auto i : sample_) {
+      tenants_.prefetch(*cands[i]); // read by every mode below; cold in a large fleet
+    }
     if (view_ && !text.empty()) {
       view_->hash(text);
     }
@@ -324,6 +327,10 @@ private:
       view_->add_holders(ok, holders_, 2 * sample_size);
     }
     collect_scored(cands);
+    // The sampled workers are cold in a large fleet: their tenants' slots are loaded together.
+    for (auto i : scored_index_) {
+      tenants_.prefetch(*cands[i]);
+    }
     scored_tenants_.clear();
     for (auto i : scored_index_) {
       auto t = tenant_for(*cands[i]);
@@ -351,8 +358,9 @@ private:
     // go to the least loaded worker, then to the one with the most room, as in smg's mode.
     const auto worth = static_cast<double>(text.size()) * cfg_.cache_threshold;
     std::size_t longest = 0;
-    for (auto i : scored_index_) {
-      auto t = tenant_for(*cands[i]);
+    for (std::size_t j = 0; j < scored_index_.size(); ++j) {
+      auto i = scored_index_[j];
+      auto t = scored_tenants_[j];
       auto matched = take_match(t, worth);
       longest = std::max(longest, matched);
       scored_cands_.push_back(

@@ -21,12 +21,12 @@ tenant_map::tenant tenant_map::number(const std::string& id) {
 }
 
 tenant_map::tenant tenant_map::of(const worker_entry& w) {
-  if (auto it = by_entry_.find(&w); it != by_entry_.end()) {
-    return it->second;
+  if (auto* t = by_entry_.find(&w)) {
+    return *t;
   }
   // A candidate of a snapshot this map was not shown (tests): known from now on.
   auto t = number(w.id);
-  by_entry_.emplace(&w, t);
+  by_entry_.insert_or_assign(&w, t);
   entry_of_[t] = &w;
   return t;
 }
@@ -37,8 +37,8 @@ const tenant_map::tenant* tenant_map::find(std::string_view id) const {
 }
 
 const tenant_map::tenant* tenant_map::find(const worker_entry& w) const {
-  if (auto it = by_entry_.find(&w); it != by_entry_.end()) {
-    return &it->second;
+  if (auto* t = by_entry_.find(&w)) {
+    return t;
   }
   return find(std::string_view{w.id});
 }
@@ -74,7 +74,7 @@ void tenant_map::apply(const fleet_change& change, protocol::worker_type role,
       continue;
     }
     auto t = number(w->id);
-    by_entry_[w] = t;
+    by_entry_.insert_or_assign(w, t);
     entry_of_[t] = w;
   }
   for (auto& id : left) {
@@ -119,7 +119,7 @@ void tenant_map::rebuild(const fleet_snapshot& fleet, protocol::worker_type role
   for (auto& w : fleet.workers) {
     if (w->spec.type == role) {
       auto t = number(w->id);
-      by_entry_.emplace(w.get(), t);
+      by_entry_.insert_or_assign(w.get(), t);
       entry_of_[t] = w.get();
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/fleet.hpp"
+#include "actors/policies/flat_pointer_map.hpp"
 #include "actors/policies/fleet_cursor.hpp"
 
 #include <cstdint>
@@ -44,6 +45,10 @@ public:
   /// nullptr; numbers none.
   const tenant* find(const worker_entry& w) const;
 
+  /// Starts loading what `of(w)` and `find(w)` read first, for a batch of lookups (a pick's
+  /// sampled candidates) to wait for memory about once.
+  void prefetch(const worker_entry& w) const noexcept { by_entry_.prefetch(&w); }
+
   /// The entry of tenant `t` in the last snapshot, or nullptr.
   const worker_entry* entry(tenant t) const noexcept {
     return t < entry_of_.size() ? entry_of_[t] : nullptr;
@@ -77,9 +82,9 @@ private:
 
   fleet_cursor cursor_;
   std::unordered_map<std::string, tenant, string_hash, std::equal_to<>> by_id_;
-  std::unordered_map<const worker_entry*, tenant> by_entry_; ///< Entries of the last snapshot.
-  std::vector<const worker_entry*> entry_of_;                ///< By tenant.
-  std::vector<tenant> free_;                                 ///< Numbers of workers gone.
+  flat_pointer_map<worker_entry, tenant> by_entry_; ///< Entries of the last snapshot.
+  std::vector<const worker_entry*> entry_of_;       ///< By tenant.
+  std::vector<tenant> free_;                        ///< Numbers of workers gone.
   std::uint64_t rebuilds_ = 0;
 };
 

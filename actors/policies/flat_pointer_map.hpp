@@ -1,0 +1,127 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace troupe::actors {
+
+/// A map from pointers to small values in one flat array (open addressing, linear probing, at
+/// most half full). A lookup reads one slot, most often one cache line, where a
+/// `std::unordered_map` reads a bucket and then a node somewhere else: two cold lines per
+/// lookup when a pick looks at 32 sampled workers of 4,000. `prefetch` starts loading a key's
+/// slot, so that a batch of lookups waits for memory about once. Removal shifts the probe chain
+/// back (no tombstones): the table never degrades under churn.
+template <class Key, class Value> class flat_pointer_map {
+public:
+  /// The value of `key`, or nullptr. The pointer is valid until the next change of the map.
+  const Value* find(const Key* key) const noexcept {
+    if (size_ == 0) {
+      return nullptr;
+    }
+    for (auto i = home(key);; i = next(i)) {
+      const auto& s = slots_[i];
+      if (s.key == key) {
+        return &s.value;
+      }
+      if (s.key == nullptr) {
+        return nullptr;
+      }
+    }
+  }
+
+  /// Sets the value of `key` (not null), adding it when absent.
+  void insert_or_assign(const Key* key, Value value) {
+    if ((size_ + 1) * 2 > slots_.size()) {
+      grow();
+    }
+    for (auto i = home(key);; i = next(i)) {
+      auto& s = slots_[i];
+      if (s.key == key) {
+        s.value = value;
+        return;
+      }
+      if (s.key == nullptr) {
+        s = {key, value};
+        ++size_;
+        return;
+      }
+    }
+  }
+
+  /// Removes `key`; false when it was absent.
+  bool erase(const Key* key) noexcept {
+    if (size_ == 0) {
+      return false;
+    }
+    auto i = home(key);
+    while (slots_[i].key != key) {
+      if (slots_[i].key == nullptr) {
+        return false;
+      }
+      i = next(i);
+    }
+    // Backward shift: each later member of the probe chain whose home is not in (hole, it]
+    // moves into the hole, so that every key stays reachable from its home without a gap.
+    auto hole = i;
+    for (auto j = next(i); slots_[j].key != nullptr; j = next(j)) {
+      auto h = home(slots_[j].key);
+      bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
+      if (!stays) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole] = {};
+    --size_;
+    return true;
+  }
+
+  /// Starts loading the slot where a lookup of `key` begins.
+  void prefetch(const Key* key) const noexcept {
+    if (!slots_.empty()) {
+      __builtin_prefetch(&slots_[home(key)]);
+    }
+  }
+
+  void clear() noexcept {
+    slots_.assign(slots_.size(), slot{});
+    size_ = 0;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+
+private:
+  struct slot {
+    const Key* key = nullptr;
+    Value value{};
+  };
+
+  std::size_t home(const Key* key) const noexcept {
+    // Allocations are aligned, so the low bits say little: mix them all (a 64-bit finalizer).
+    auto x = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key));
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return static_cast<std::size_t>(x) & (slots_.size() - 1);
+  }
+
+  std::size_t next(std::size_t i) const noexcept { return (i + 1) & (slots_.size() - 1); }
+
+  void grow() {
+    std::vector<slot> old(slots_.empty() ? 16 : slots_.size() * 2);
+    old.swap(slots_);
+    size_ = 0;
+    for (auto& s : old) {
+      if (s.key != nullptr) {
+        insert_or_assign(s.key, s.value);
+      }
+    }
+  }
+
+  std::vector<slot> slots_; ///< A power of two long (or empty).
+  std::size_t size_ = 0;
+};
+
+} // namespace troupe::actors

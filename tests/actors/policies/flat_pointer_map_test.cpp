@@ -1,0 +1,94 @@
+#include "actors/policies/flat_pointer_map.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+using troupe::actors::flat_pointer_map;
+
+TEST_CASE("flat pointer map: agrees with std::unordered_map under random churn") {
+  // Keys from one array, as entries of one allocation would be: neighbours in memory, the case
+  // where a weak hash would pile them into one probe chain.
+  std::vector<int> pool(3000);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    std::mt19937_64 rng{seed};
+    std::uniform_int_distribution<std::size_t> pick{0, pool.size() - 1};
+    flat_pointer_map<int, std::uint32_t> m;
+    std::unordered_map<const int*, std::uint32_t> ref;
+    for (int step = 0; step < 60000; ++step) {
+      const int* k = &pool[pick(rng)];
+      switch (rng() % 4) {
+      case 0:
+      case 1: {
+        auto v = static_cast<std::uint32_t>(rng());
+        m.insert_or_assign(k, v);
+        ref[k] = v;
+        break;
+      }
+      case 2:
+        REQUIRE(m.erase(k) == (ref.erase(k) == 1));
+        break;
+      default: {
+        auto* got = m.find(k);
+        auto it = ref.find(k);
+        REQUIRE((got != nullptr) == (it != ref.end()));
+        if (got) {
+          REQUIRE(*got == it->second);
+        }
+      }
+      }
+      REQUIRE(m.size() == ref.size());
+    }
+    // Every key, present or not, answers as the reference does.
+    for (auto& x : pool) {
+      auto* got = m.find(&x);
+      auto it = ref.find(&x);
+      REQUIRE((got != nullptr) == (it != ref.end()));
+      if (got) {
+        CHECK(*got == it->second);
+      }
+    }
+    m.clear();
+    CHECK(m.empty());
+    CHECK(m.find(&pool[0]) == nullptr);
+    m.insert_or_assign(&pool[0], 7);
+    REQUIRE(m.find(&pool[0]));
+    CHECK(*m.find(&pool[0]) == 7);
+  }
+}
+
+TEST_CASE("flat pointer map: an empty map finds nothing and erases nothing") {
+  flat_pointer_map<int, int> m;
+  int x = 0;
+  CHECK(m.find(&x) == nullptr);
+  CHECK_FALSE(m.erase(&x));
+  m.prefetch(&x); // no slots yet: must not touch memory
+  CHECK(m.size() == 0);
+}
+
+TEST_CASE("flat pointer map: removing every key in any order leaves it empty and usable") {
+  std::vector<int> pool(500);
+  flat_pointer_map<int, int> m;
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    m.insert_or_assign(&pool[i], static_cast<int>(i));
+  }
+  std::vector<std::size_t> order(pool.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::shuffle(order.begin(), order.end(), std::mt19937_64{9});
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    REQUIRE(m.erase(&pool[order[n]]));
+    // The keys not removed yet are all still reachable (no hole cut a probe chain).
+    for (std::size_t r = n + 1; r < order.size(); r += 37) {
+      REQUIRE(m.find(&pool[order[r]]));
+      REQUIRE(*m.find(&pool[order[r]]) == static_cast<int>(order[r]));
+    }
+  }
+  CHECK(m.empty());
+  m.insert_or_assign(&pool[3], 3);
+  CHECK(*m.find(&pool[3]) == 3);
+}
