@@ -11,9 +11,9 @@ nginx is not a clean reference for the second: its round robin walks every peer 
 and its keepalive cache is one list searched for the chosen peer's address, so it pays O(W)
 per request twice. HAProxy picks from a tree (O(log W)) and keeps idle connections per server.
 
-For each W, concurrency and round: req/s, p50, and the proxy's CPU per request (user and
-system, /proc) and the TCP segments the machine sent per request. Ratios are to the smallest W of the same proxy, concurrency and round; medians
-over rounds. `--concurrency 1 64` adds c=1, where the p50's ratio is what issue 11's target
+For each W, concurrency and round: req/s, p50, the proxy's CPU per request (user and system,
+/proc) and the TCP segments the machine sent per request. Ratios are to the smallest W of the
+same proxy, concurrency and round; medians over rounds. `--concurrency 1 64` adds c=1, where the p50's ratio is what issue 11's target
 names (at most 1.1x).
 
 Usage: bench/fleet_proxies.py [--workers 4 4000] [--rounds 3] [--duration 3]

@@ -308,6 +308,7 @@ private:
     for (auto t : holders_) {
       if (auto k = position(cands, tenants_.entry(t)); k != npos) {
         scored_index_.push_back(k);
+        tenants_.prefetch(*cands[k]); // the sample's were prefetched by `pick`
       }
     }
     std::sort(scored_index_.begin(), scored_index_.end());
@@ -327,10 +328,6 @@ private:
       view_->add_holders(ok, holders_, 2 * sample_size);
     }
     collect_scored(cands);
-    // The sampled workers are cold in a large fleet: their tenants' slots are loaded together.
-    for (auto i : scored_index_) {
-      tenants_.prefetch(*cands[i]);
-    }
     scored_tenants_.clear();
     for (auto i : scored_index_) {
       auto t = tenant_for(*cands[i]);

@@ -42,7 +42,7 @@ public:
   const tenant* find(std::string_view id) const;
 
   /// The tenant of `w` (by its address when an entry of the last snapshot, else by id), or
-  /// nullptr; numbers none.
+  /// nullptr; numbers none. The pointer is valid until the map next changes.
   const tenant* find(const worker_entry& w) const;
 
   /// Starts loading what `of(w)` and `find(w)` read first, for a batch of lookups (a pick's
