@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/fleet.hpp"
-#include "actors/policies/flat_pointer_map.hpp"
+#include "actors/policies/flat_map.hpp"
 #include "actors/policies/fleet_cursor.hpp"
 
 #include <cstdint>
@@ -82,7 +82,7 @@ private:
 
   fleet_cursor cursor_;
   std::unordered_map<std::string, tenant, string_hash, std::equal_to<>> by_id_;
-  flat_pointer_map<worker_entry, tenant> by_entry_; ///< Entries of the last snapshot.
+  flat_map<const worker_entry*, tenant> by_entry_; ///< Entries of the last snapshot.
   std::vector<const worker_entry*> entry_of_;       ///< By tenant.
   std::vector<tenant> free_;                        ///< Numbers of workers gone.
   std::uint64_t rebuilds_ = 0;

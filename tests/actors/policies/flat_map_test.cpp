@@ -1,4 +1,4 @@
-#include "actors/policies/flat_pointer_map.hpp"
+#include "actors/policies/flat_map.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -7,16 +7,16 @@
 #include <unordered_map>
 #include <vector>
 
-using troupe::actors::flat_pointer_map;
+using troupe::actors::flat_map;
 
-TEST_CASE("flat pointer map: agrees with std::unordered_map under random churn") {
+TEST_CASE("flat map, pointer keys: agrees with std::unordered_map under random churn") {
   // Keys from one array, as entries of one allocation would be: neighbours in memory, the case
   // where a weak hash would pile them into one probe chain.
   std::vector<int> pool(3000);
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     std::mt19937_64 rng{seed};
     std::uniform_int_distribution<std::size_t> pick{0, pool.size() - 1};
-    flat_pointer_map<int, std::uint32_t> m;
+    flat_map<const int*, std::uint32_t> m;
     std::unordered_map<const int*, std::uint32_t> ref;
     for (int step = 0; step < 60000; ++step) {
       const int* k = &pool[pick(rng)];
@@ -60,8 +60,8 @@ TEST_CASE("flat pointer map: agrees with std::unordered_map under random churn")
   }
 }
 
-TEST_CASE("flat pointer map: an empty map finds nothing and erases nothing") {
-  flat_pointer_map<int, int> m;
+TEST_CASE("flat map, pointer keys: an empty map finds nothing and erases nothing") {
+  flat_map<const int*, int> m;
   int x = 0;
   CHECK(m.find(&x) == nullptr);
   CHECK_FALSE(m.erase(&x));
@@ -69,9 +69,9 @@ TEST_CASE("flat pointer map: an empty map finds nothing and erases nothing") {
   CHECK(m.size() == 0);
 }
 
-TEST_CASE("flat pointer map: removing every key in any order leaves it empty and usable") {
+TEST_CASE("flat map, pointer keys: removing every key in any order leaves it empty and usable") {
   std::vector<int> pool(500);
-  flat_pointer_map<int, int> m;
+  flat_map<const int*, int> m;
   for (std::size_t i = 0; i < pool.size(); ++i) {
     m.insert_or_assign(&pool[i], static_cast<int>(i));
   }
@@ -91,4 +91,62 @@ TEST_CASE("flat pointer map: removing every key in any order leaves it empty and
   CHECK(m.empty());
   m.insert_or_assign(&pool[3], 3);
   CHECK(*m.find(&pool[3]) == 3);
+}
+
+TEST_CASE("flat map, integer keys: agrees with std::unordered_map under random churn") {
+  // Dense small keys (worker tenants are indices 0, 1, 2, ...), and the largest values short of
+  // the empty key.
+  for (std::uint64_t seed : {4u, 5u}) {
+    std::mt19937_64 rng{seed};
+    std::uniform_int_distribution<std::uint32_t> dense{0, 4999};
+    flat_map<std::uint32_t, std::uint32_t> m;
+    std::unordered_map<std::uint32_t, std::uint32_t> ref;
+    auto key = [&] {
+      auto k = dense(rng);
+      return rng() % 50 == 0 ? flat_map<std::uint32_t, std::uint32_t>::empty_key - 1 - k % 3 : k;
+    };
+    for (int step = 0; step < 60000; ++step) {
+      auto k = key();
+      switch (rng() % 4) {
+      case 0:
+      case 1: {
+        auto v = static_cast<std::uint32_t>(rng());
+        m.insert_or_assign(k, v);
+        ref[k] = v;
+        break;
+      }
+      case 2:
+        REQUIRE(m.erase(k) == (ref.erase(k) == 1));
+        break;
+      default: {
+        auto* got = m.find(k);
+        auto it = ref.find(k);
+        REQUIRE((got != nullptr) == (it != ref.end()));
+        if (got) {
+          REQUIRE(*got == it->second);
+        }
+      }
+      }
+      REQUIRE(m.size() == ref.size());
+    }
+    for (std::uint32_t k = 0; k < 5000; ++k) {
+      auto* got = m.find(k);
+      auto it = ref.find(k);
+      REQUIRE((got != nullptr) == (it != ref.end()));
+      if (got) {
+        CHECK(*got == it->second);
+      }
+    }
+  }
+}
+
+TEST_CASE("flat map, integer keys: key 0 is a key like any other") {
+  flat_map<std::uint32_t, int> m;
+  CHECK(m.find(0) == nullptr);
+  m.insert_or_assign(0, 5);
+  REQUIRE(m.find(0));
+  CHECK(*m.find(0) == 5);
+  CHECK(m.erase(0));
+  CHECK(m.find(0) == nullptr);
+  CHECK(m.empty());
 }
