@@ -17,9 +17,10 @@ same proxy, concurrency and round; medians over rounds. `--concurrency 1 64` add
 names (at most 1.1x).
 
 Usage: bench/fleet_proxies.py [--workers 4 4000] [--rounds 3] [--duration 3]
-           [--concurrency 64] [--proxies nginx haproxy troupe]
+           [--concurrency 64] [--proxies nginx haproxy troupe] [--profile N]
 Needs wrk, nginx, haproxy and taskset (scripts/install-deps.sh); a proxy whose program is
-missing is left out with a note.
+missing is left out with a note. `--profile N` samples each proxy during each run (`perf
+record`) and lists its N costliest functions, user and kernel, in µs per request.
 """
 
 import argparse
@@ -145,7 +146,12 @@ def main():
     ap.add_argument("--build", default=os.path.join(fs.ROOT, "build"))
     ap.add_argument("--proxies", nargs="+", choices=["nginx", "haproxy", "troupe"],
                     default=["nginx", "haproxy", "troupe"])
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="sample each proxy (perf record, user and kernel) during each run and "
+                         "list its N costliest functions in µs per request")
     args = ap.parse_args()
+    if args.profile and not shutil.which("perf"):
+        sys.exit("--profile needs perf (scripts/install-deps.sh)")
     proxies = [p for p in args.proxies if available(p)]
     for p in set(args.proxies) - set(proxies):
         print(f"note: {p} is not installed (scripts/install-deps.sh); left out", flush=True)
@@ -174,13 +180,18 @@ def main():
                     try:
                         for c in args.concurrency:
                             fs.run_wrk(port, c, 1, script, args.load_cpus)  # warm-up
-                            r = fs.run_wrk(port, c, args.duration, script, args.load_cpus, pid)
+                            data = os.path.join(tmp, "perf.data") if args.profile else None
+                            r = fs.run_wrk(port, c, args.duration, script, args.load_cpus, pid,
+                                           data)
                             r.update(round=rnd, workers=w, proxy=proxy, conc=c)
                             rows.append(r)
                             print(f"round {rnd + 1} {proxy:<7} W={w:<5} c={c:<3} {r['rps']:8.0f} "
                                   f"req/s p50 {r['p50_ms']:.3f} ms cpu {r['cpu_us']:.1f} us/req "
                                   f"(sys {r['sys_us']:.1f}) segments {r['segments']:.2f}/req errors "
                                   f"{r['non2xx'] + r['socket_errors']}", flush=True)
+                            if data:
+                                for us, name in fs.profile_top(data, r["requests"], args.profile):
+                                    print(f"      {us:5.2f} us/req  {name}", flush=True)
                     finally:
                         p.stop()
         small = min(args.workers)
