@@ -38,9 +38,9 @@ inline std::size_t seq_lower_bound(const std::vector<const worker_entry*>& cands
     return n;
   }
   // first < seq <= last, so last > first and the guess is within [0, n - 1].
-  auto guess = static_cast<std::size_t>(static_cast<double>(seq - first) /
-                                        static_cast<double>(last - first) *
-                                        static_cast<double>(n - 1));
+  auto guess =
+      static_cast<std::size_t>(static_cast<double>(seq - first) /
+                               static_cast<double>(last - first) * static_cast<double>(n - 1));
   guess = std::min(guess, n - 1);
   std::size_t lo; // the answer is in [lo, hi]
   std::size_t hi;

@@ -83,8 +83,8 @@ private:
   fleet_cursor cursor_;
   std::unordered_map<std::string, tenant, string_hash, std::equal_to<>> by_id_;
   flat_map<const worker_entry*, tenant> by_entry_; ///< Entries of the last snapshot.
-  std::vector<const worker_entry*> entry_of_;       ///< By tenant.
-  std::vector<tenant> free_;                        ///< Numbers of workers gone.
+  std::vector<const worker_entry*> entry_of_;      ///< By tenant.
+  std::vector<tenant> free_;                       ///< Numbers of workers gone.
   std::uint64_t rebuilds_ = 0;
 };
 

@@ -22,11 +22,21 @@ std::vector<std::uint64_t> orders(std::mt19937_64& rng, int shape, std::size_t n
   std::uint64_t x = rng() % 5;
   for (std::size_t i = 0; i < n; ++i) {
     switch (shape) {
-    case 0: x += 1; break;                                       // every worker of the fleet
-    case 1: x += 1 + rng() % 3; break;                           // a model's share of it
-    case 2: x += i < n / 10 ? 1 : 1000 + rng() % 7; break;       // skewed
-    case 3: x += i % 50 == 0 ? 100000 : 1; break;                // runs with gaps
-    default: x += rng() % 3 == 0 ? 1 : 0; break;                 // repeats
+    case 0: // every worker of the fleet
+      x += 1;
+      break;
+    case 1: // a model's share of it
+      x += 1 + rng() % 3;
+      break;
+    case 2: // skewed
+      x += i < n / 10 ? 1 : 1000 + rng() % 7;
+      break;
+    case 3: // runs with gaps
+      x += i % 50 == 0 ? 100000 : 1;
+      break;
+    default: // repeats
+      x += rng() % 3 == 0 ? 1 : 0;
+      break;
     }
     s.push_back(x);
   }
@@ -49,8 +59,8 @@ TEST_CASE("candidate positions: the guided search agrees with std::lower_bound")
         cands.push_back(&entries[i]);
       }
       auto reference = [&](std::uint64_t seq) {
-        return static_cast<std::size_t>(
-            std::lower_bound(seqs.begin(), seqs.end(), seq) - seqs.begin());
+        return static_cast<std::size_t>(std::lower_bound(seqs.begin(), seqs.end(), seq) -
+                                        seqs.begin());
       };
       // Every order present, its neighbours, and orders before the first and past the last.
       std::vector<std::uint64_t> asks{0, 1, seqs.empty() ? 3 : seqs.back() + 1, UINT64_MAX};
