@@ -13,8 +13,8 @@ per request twice. HAProxy picks from a tree (O(log W)) and keeps idle connectio
 
 For each W, concurrency and round: req/s, p50, the proxy's CPU per request (user and system,
 /proc) and the TCP segments the machine sent per request. Ratios are to the smallest W of the
-same proxy, concurrency and round; medians over rounds. `--concurrency 1 64` adds c=1, where the p50's ratio is what issue 11's target
-names (at most 1.1x).
+same proxy, concurrency and round; medians over rounds. `--concurrency 1 64` adds c=1, where
+the p50's ratio is what issue 11's target names (at most 1.1x).
 
 Usage: bench/fleet_proxies.py [--workers 4 4000] [--rounds 3] [--duration 3]
            [--concurrency 64] [--proxies nginx haproxy troupe] [--profile N]

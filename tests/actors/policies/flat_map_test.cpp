@@ -9,6 +9,47 @@
 
 using troupe::actors::flat_map;
 
+namespace {
+
+/// `m` and the reference answer the same for `k`: present or not, and with the same value.
+template <class Key>
+void agrees(const flat_map<Key, std::uint32_t>& m,
+            const std::unordered_map<Key, std::uint32_t>& ref, Key k) {
+  auto* got = m.find(k);
+  auto it = ref.find(k);
+  REQUIRE((got != nullptr) == (it != ref.end()));
+  if (got) {
+    REQUIRE(*got == it->second);
+  }
+}
+
+/// 60,000 random inserts, removals and lookups of keys `draw` gives, on `m` and the reference
+/// alike, the two compared at every step.
+template <class Key, class Draw>
+void churn(flat_map<Key, std::uint32_t>& m, std::unordered_map<Key, std::uint32_t>& ref,
+           std::mt19937_64& rng, Draw draw) {
+  for (int step = 0; step < 60000; ++step) {
+    Key k = draw();
+    switch (rng() % 4) {
+    case 0:
+    case 1: {
+      auto v = static_cast<std::uint32_t>(rng());
+      m.insert_or_assign(k, v);
+      ref[k] = v;
+      break;
+    }
+    case 2:
+      REQUIRE(m.erase(k) == (ref.erase(k) == 1));
+      break;
+    default:
+      agrees(m, ref, k);
+    }
+    REQUIRE(m.size() == ref.size());
+  }
+}
+
+} // namespace
+
 TEST_CASE("flat map, pointer keys: agrees with std::unordered_map under random churn") {
   // Keys from one array, as entries of one allocation would be: neighbours in memory, the case
   // where a weak hash would pile them into one probe chain.
@@ -18,38 +59,10 @@ TEST_CASE("flat map, pointer keys: agrees with std::unordered_map under random c
     std::uniform_int_distribution<std::size_t> pick{0, pool.size() - 1};
     flat_map<const int*, std::uint32_t> m;
     std::unordered_map<const int*, std::uint32_t> ref;
-    for (int step = 0; step < 60000; ++step) {
-      const int* k = &pool[pick(rng)];
-      switch (rng() % 4) {
-      case 0:
-      case 1: {
-        auto v = static_cast<std::uint32_t>(rng());
-        m.insert_or_assign(k, v);
-        ref[k] = v;
-        break;
-      }
-      case 2:
-        REQUIRE(m.erase(k) == (ref.erase(k) == 1));
-        break;
-      default: {
-        auto* got = m.find(k);
-        auto it = ref.find(k);
-        REQUIRE((got != nullptr) == (it != ref.end()));
-        if (got) {
-          REQUIRE(*got == it->second);
-        }
-      }
-      }
-      REQUIRE(m.size() == ref.size());
-    }
+    churn(m, ref, rng, [&] { return &pool[pick(rng)]; });
     // Every key, present or not, answers as the reference does.
-    for (auto& x : pool) {
-      auto* got = m.find(&x);
-      auto it = ref.find(&x);
-      REQUIRE((got != nullptr) == (it != ref.end()));
-      if (got) {
-        CHECK(*got == it->second);
-      }
+    for (const auto& x : pool) {
+      agrees(m, ref, &x);
     }
     m.clear();
     CHECK(m.empty());
@@ -105,37 +118,9 @@ TEST_CASE("flat map, integer keys: agrees with std::unordered_map under random c
       auto k = dense(rng);
       return rng() % 50 == 0 ? flat_map<std::uint32_t, std::uint32_t>::empty_key - 1 - k % 3 : k;
     };
-    for (int step = 0; step < 60000; ++step) {
-      auto k = key();
-      switch (rng() % 4) {
-      case 0:
-      case 1: {
-        auto v = static_cast<std::uint32_t>(rng());
-        m.insert_or_assign(k, v);
-        ref[k] = v;
-        break;
-      }
-      case 2:
-        REQUIRE(m.erase(k) == (ref.erase(k) == 1));
-        break;
-      default: {
-        auto* got = m.find(k);
-        auto it = ref.find(k);
-        REQUIRE((got != nullptr) == (it != ref.end()));
-        if (got) {
-          REQUIRE(*got == it->second);
-        }
-      }
-      }
-      REQUIRE(m.size() == ref.size());
-    }
+    churn(m, ref, rng, key);
     for (std::uint32_t k = 0; k < 5000; ++k) {
-      auto* got = m.find(k);
-      auto it = ref.find(k);
-      REQUIRE((got != nullptr) == (it != ref.end()));
-      if (got) {
-        CHECK(*got == it->second);
-      }
+      agrees(m, ref, k);
     }
   }
 }
