@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 #include <sys/wait.h>
 
 namespace troupe::bench {
@@ -20,6 +21,43 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// The title's lines: the 1000-pixel plot holds ~100 characters of title, so a longer one
+// breaks after a ", " (a workload's description is a list of such parts), or where it must.
+std::vector<std::string> title_lines(const std::string& title) {
+  constexpr std::size_t width = 100;
+  std::vector<std::string> lines;
+  std::string_view rest = title;
+  while (rest.size() > width) {
+    auto cut = rest.rfind(", ", width - 1);
+    std::size_t next = cut + 2;
+    if (cut == std::string_view::npos || cut == 0) {
+      cut = width;
+      next = width;
+    } else {
+      cut += 1; // the comma ends the line
+    }
+    lines.emplace_back(rest.substr(0, cut));
+    rest.remove_prefix(next);
+  }
+  lines.emplace_back(rest);
+  return lines;
+}
+
+// A gnuplot double-quoted string of the title, its lines joined by `\n` escapes.
+std::string quoted_title(const std::string& title) {
+  std::string out;
+  for (const auto& line : title_lines(title)) {
+    if (!out.empty()) {
+      out.pop_back(); // the closing quote; the next line continues the string
+      out += "\\n";
+      out += quoted(line).substr(1);
+    } else {
+      out = quoted(line);
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::string plot_script(const std::vector<stage_summary>& stages, const std::string& png_path,
@@ -31,7 +69,7 @@ std::string plot_script(const std::vector<stage_summary>& stages, const std::str
   std::ostringstream out;
   out << "set terminal pngcairo size 1000,640 noenhanced\n"
       << "set output " << quoted(png_path) << "\n"
-      << "set title " << quoted(title) << "\n"
+      << "set title " << quoted_title(title) << "\n"
       << "set xlabel \"throughput (successful requests/s)\"\n"
       << "set ylabel \"latency (ms)\"\n"
       << "set grid\nset key top left\nset yrange [0:*]\nset xrange [0:*]\n"
