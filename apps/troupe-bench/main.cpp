@@ -138,6 +138,15 @@ int main(int argc, char** argv) {
     print_overview(text, stages);
   }
   int code = interrupted ? 130 : 0;
+  // A stage whose every request failed measured nothing: its latencies are empty, its rates 0.
+  // Said on stderr and in the exit code, so that a script does not plot an outage as a result.
+  for (const auto& s : stages) {
+    if (s.requests > 0 && s.ok == 0) {
+      std::fprintf(stderr, "troupe-bench: %s: every request failed (%zu)\n",
+                   s.spec.label().c_str(), s.requests);
+      code = code == 0 ? 3 : code;
+    }
+  }
   if (!cfg.json_path.empty() && !write_json(cfg.json_path, to_json(info, stages))) {
     std::fprintf(stderr, "troupe-bench: --json %s: cannot write\n", cfg.json_path.c_str());
     code = 1;

@@ -42,6 +42,7 @@ class BenchCase(ProcessTestCase):
             with open(out) as f:
                 report = json.load(f)
             report["_stdout"] = p.stdout
+            report["_stderr"] = p.stderr
             return report
 
     def assertModel(self, measured, model, what):
@@ -264,28 +265,40 @@ class TestWorkloads(BenchCase):
 class TestFailures(BenchCase):
     def test_error_statuses_are_counted_by_status(self):
         sim = self.sim("--fail-status", 503)
-        r = self.bench("--url", sim.url, "--concurrency", 2, "--requests", 10, "--duration", 0)
+        r = self.bench("--url", sim.url, "--concurrency", 2, "--requests", 10, "--duration", 0,
+                       expect_code=3)
         stage = r["stages"][0]
         self.assertEqual(stage["ok"], 0)
         self.assertEqual(stage["failures"], {"http_503": 10})
         self.assertIn("HTTP 503", stage["first_errors"][0])
         self.assertEqual(stage["e2e_ms"]["count"], 0)
 
+    def test_some_failures_are_a_result_not_an_error(self):
+        sim = self.sim("--error-rate", 0.5, "--seed", 7)
+        r = self.bench("--url", sim.url, "--concurrency", 2, "--requests", 40, "--duration", 0)
+        stage = r["stages"][0]
+        self.assertGreater(stage["ok"], 0)
+        self.assertGreater(stage["failures"].get("http_500", 0), 0)
+        self.assertEqual(stage["ok"] + stage["failures"]["http_500"], 40)
+        self.assertNotIn("every request failed", r["_stderr"])
+
     def test_a_cut_stream_is_a_stream_error(self):
         sim = self.sim("--drop-after-events", 3)
-        r = self.bench("--url", sim.url, "--concurrency", 1, "--requests", 5, "--duration", 0)
+        r = self.bench("--url", sim.url, "--concurrency", 1, "--requests", 5, "--duration", 0,
+                       expect_code=3)
         self.assertEqual(r["stages"][0]["failures"], {"stream_error": 5})
 
     def test_a_worker_that_is_not_there(self):
         port = free_port()
         r = self.bench("--url", f"http://127.0.0.1:{port}", "--model", "m", "--concurrency", 1,
-                       "--requests", 3, "--duration", 0)
+                       "--requests", 3, "--duration", 0, expect_code=3)
         self.assertEqual(r["stages"][0]["failures"], {"connect_error": 3})
+        self.assertIn("concurrency 1: every request failed (3)", r["_stderr"])
 
     def test_timeout(self):
         sim = self.sim("--stall-ms", 5000)
         r = self.bench("--url", sim.url, "--concurrency", 1, "--requests", 2, "--duration", 0,
-                       "--timeout", 0.2)
+                       "--timeout", 0.2, expect_code=3)
         self.assertEqual(r["stages"][0]["failures"], {"timeout": 2})
 
     def test_bad_flags_are_refused(self):
