@@ -142,8 +142,8 @@ int main(int argc, char** argv) {
   // Said on stderr and in the exit code, so that a script does not plot an outage as a result.
   for (const auto& s : stages) {
     if (s.requests > 0 && s.ok == 0) {
-      std::fprintf(stderr, "troupe-bench: %s: every request failed (%zu)\n",
-                   s.spec.label().c_str(), s.requests);
+      std::fprintf(stderr, "troupe-bench: %s: every request failed (%zu)\n", s.spec.label().c_str(),
+                   s.requests);
       code = code == 0 ? 3 : code;
     }
   }

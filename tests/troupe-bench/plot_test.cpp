@@ -1,7 +1,6 @@
 #include "apps/troupe-bench/plot.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 using namespace troupe::bench;
