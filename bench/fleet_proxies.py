@@ -187,7 +187,8 @@ def main():
                             rows.append(r)
                             print(f"round {rnd + 1} {proxy:<7} W={w:<5} c={c:<3} {r['rps']:8.0f} "
                                   f"req/s p50 {r['p50_ms']:.3f} ms cpu {r['cpu_us']:.1f} us/req "
-                                  f"(sys {r['sys_us']:.1f}) segments {r['segments']:.2f}/req errors "
+                                  f"(sys {r['sys_us']:.1f}) segments {r['segments']:.2f}/req ctxt {r['ctxt']:.2f} "
+                                  f"ipi {r['ipi']:.2f}/req errors "
                                   f"{r['non2xx'] + r['socket_errors']}", flush=True)
                             if data:
                                 for us, name in fs.profile_top(data, r["requests"], args.profile):
@@ -198,7 +199,7 @@ def main():
         print("\nmedians over rounds; ratios to W=%d of the same proxy, concurrency and round"
               % small)
         print(f"{'proxy':<8}{'c':>4}{'W':>6}{'req/s':>9}{'ratio':>7}{'p50 ms':>8}{'p50 x':>7}"
-              f"{'cpu us':>8}{'user':>7}{'sys':>7}{'cpu x':>7}{'segs':>6}")
+              f"{'cpu us':>8}{'user':>7}{'sys':>7}{'cpu x':>7}{'segs':>6}{'ctxt':>6}{'ipi':>6}")
         med = statistics.median
         for proxy in proxies:
             for c in args.concurrency:
@@ -217,7 +218,9 @@ def main():
                           f"{med(r['cpu_us'] - r['sys_us'] for r in mine):>7.1f}"
                           f"{med(r['sys_us'] for r in mine):>7.1f}"
                           f"{med(r['cpu_us'] / base(r)['cpu_us'] for r in mine):>7.2f}"
-                          f"{med(r['segments'] for r in mine):>6.2f}")
+                          f"{med(r['segments'] for r in mine):>6.2f}"
+                          f"{med(r['ctxt'] for r in mine):>6.2f}"
+                          f"{med(r['ipi'] for r in mine):>6.2f}")
     finally:
         workers.stop()
         shutil.rmtree(tmp, ignore_errors=True)

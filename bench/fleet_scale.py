@@ -236,6 +236,21 @@ def tcp_out_segments():
     return int(rows[1][rows[0].index("OutSegs")])
 
 
+def wakeup_counters():
+    """This machine's context switches (/proc/stat `ctxt`) and rescheduling interrupts (the
+    `RES` row of /proc/interrupts, summed over CPUs: a wake-up sent to another CPU) so far. On
+    a VM a rescheduling interrupt to a halted vCPU is an exit to the hypervisor on both sides."""
+    with open("/proc/stat") as f:
+        ctxt = next(int(line.split()[1]) for line in f if line.startswith("ctxt "))
+    res = 0
+    with open("/proc/interrupts") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] == "RES:":
+                res = sum(int(x) for x in parts[1:] if x.isdigit())
+    return ctxt, res
+
+
 def parse_wrk(out):
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     total = int(re.search(r"(\d+) requests in", out).group(1))
@@ -260,6 +275,7 @@ def run_wrk(port, conc, duration, script, cpus, pid=None, profile=None):
            "-d", f"{duration}s", "--latency", "-s", script, f"http://127.0.0.1:{port}"]
     cpu0 = cpu_times(pid) if pid else (0, 0)
     segs0 = tcp_out_segments()
+    wake0 = wakeup_counters()
     perf = None
     if profile and pid:
         perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-p",
@@ -271,6 +287,9 @@ def run_wrk(port, conc, duration, script, cpus, pid=None, profile=None):
         perf.wait()
     res = parse_wrk(out)
     res["segments"] = (tcp_out_segments() - segs0) / max(res["requests"], 1)
+    ctxt, resched = (b - a for a, b in zip(wake0, wakeup_counters()))
+    res["ctxt"] = ctxt / max(res["requests"], 1)  # context switches per request, machine-wide
+    res["ipi"] = resched / max(res["requests"], 1)  # rescheduling interrupts per request
     if pid:
         user, system = (b - a for a, b in zip(cpu0, cpu_times(pid)))
         n = max(res["requests"], 1)
