@@ -32,6 +32,9 @@ struct gateway_config {
   std::chrono::microseconds busy_poll{50};
   /// `--busy-poll-us` was given: kept under a CPU quota too (else busy polling is off there).
   bool busy_poll_given = false;
+  /// Handlers an io thread runs before it sends what they wrote (`--send-batch`, 0: every write
+  /// at once; transport/send_phase.hpp). One io thread only.
+  std::size_t send_batch = 32;
 
   // -- workers --
   std::vector<std::string> worker_urls;

@@ -185,8 +185,9 @@ public:
   void watch_connections(std::shared_ptr<const transport::connection_stats> stats);
 
   /// Reads, at scrape time, what the io threads' loops count about busy polling:
-  /// `troupe_io_busy_poll_spins_total`, `_hits_total`, `_vetoes_total` and `_seconds_total`
-  /// (docs/operations.md).
+  /// `troupe_io_busy_poll_spins_total`, `_hits_total`, `_vetoes_total` and `_seconds_total`,
+  /// and of the deferred writes `troupe_io_sends_deferred_total` and
+  /// `troupe_io_send_flushes_total` (docs/operations.md).
   void watch_io_loops(std::shared_ptr<const transport::io_loop_stats> stats);
 
   // -- exposition --

@@ -215,6 +215,15 @@ std::vector<prom::MetricFamily> io_loop_gauges::Collect() const {
        "CPU time io threads spent polling without work",
        type::Counter,
        {sample(type::Counter, load(stats->spin_ns) / 1e9)}},
+      {"troupe_io_sends_deferred_total",
+       "Writes that waited for the end of their io loop pass, to go out with its other sends "
+       "(--send-batch)",
+       type::Counter,
+       {sample(type::Counter, load(stats->sends_deferred))}},
+      {"troupe_io_send_flushes_total",
+       "Times an io loop sent the writes its pass deferred (deferred / flushes: the mean burst)",
+       type::Counter,
+       {sample(type::Counter, load(stats->send_flushes))}},
   };
 }
 

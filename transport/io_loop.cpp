@@ -1,6 +1,7 @@
 #include "transport/io_loop.hpp"
 
 #include "protocol/parse_number.hpp"
+#include "transport/send_phase.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
@@ -79,6 +80,36 @@ bool cpu_contention::others_waiting() {
 
 namespace {
 
+/// Runs the handlers ready now, as `poll` does. With deferred sends, once the pass has run
+/// `busy_pass` handlers the writes wait, and go out every `batch` handlers and when none is
+/// left ready. The number of handlers run.
+std::size_t run_ready(boost::asio::io_context& ioc, const send_phase::scope& sends,
+                      std::size_t busy_pass, io_loop_stats& stats) {
+  if (!sends) {
+    return ioc.poll();
+  }
+  auto flush = [&stats] {
+    if (auto sent = send_phase::flush()) {
+      stats.sends_deferred.fetch_add(sent, std::memory_order_relaxed);
+      stats.send_flushes.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  std::size_t ran = 0;
+  std::size_t since_flush = 0;
+  while (ioc.poll_one() > 0) {
+    if (++ran == busy_pass) {
+      sends.defer_writes(true);
+    }
+    if (++since_flush >= sends.batch()) {
+      flush();
+      since_flush = 0;
+    }
+  }
+  flush();
+  sends.defer_writes(ran >= busy_pass); // the next pass's first handler, at its start
+  return ran;
+}
+
 /// Runs ready handlers one at a time for up to `budget`, or until one ran: true if one did.
 bool poll_for(boost::asio::io_context& ioc, std::chrono::microseconds budget) {
   for (auto until = clock::now() + budget; clock::now() < until && !ioc.stopped();) {
@@ -93,8 +124,17 @@ bool poll_for(boost::asio::io_context& ioc, std::chrono::microseconds budget) {
 
 void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
                  io_loop_stats& stats) {
+  // Every path below runs `run_ready` before it blocks: no deferred send waits for an event.
+  send_phase::scope sends{opts.send_batch};
+  sends.defer_writes(opts.busy_pass == 0);
   if (opts.budget.count() <= 0) {
-    ioc.run();
+    if (!sends) {
+      ioc.run();
+      return;
+    }
+    while (!ioc.stopped() && ioc.run_one() > 0) {
+      run_ready(ioc, sends, opts.busy_pass, stats);
+    }
     return;
   }
   std::optional<cpu_contention> contention;
@@ -105,7 +145,7 @@ void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
   }
   constexpr auto relaxed = std::memory_order_relaxed;
   while (!ioc.stopped()) {
-    if (ioc.poll() > 0) {
+    if (run_ready(ioc, sends, opts.busy_pass, stats) > 0) {
       continue; // ran everything ready; look again
     }
     if (ioc.stopped()) {

@@ -17,6 +17,12 @@ struct io_loop_stats {
   std::atomic<std::uint64_t> vetoes{0};
   /// Time spent polling without work, in nanoseconds.
   std::atomic<std::uint64_t> spin_ns{0};
+  /// Handlers run at most before deferred writes are sent (`--send-batch`; 0: none deferred).
+  std::atomic<std::int64_t> send_batch{0};
+  /// Writes that waited for the end of their pass (transport/send_phase.hpp).
+  std::atomic<std::uint64_t> sends_deferred{0};
+  /// Flushes that sent at least one of them: deferred / flushes is the mean burst.
+  std::atomic<std::uint64_t> send_flushes{0};
 };
 
 } // namespace troupe::transport

@@ -1,5 +1,6 @@
 #include "transport/server_session.hpp"
 
+#include "transport/send_phase.hpp"
 #include "transport/transfer_at_once.hpp"
 
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
@@ -93,9 +94,19 @@ template <class Stream> void server_session<Stream>::abort_response(std::uint64_
 
 // -- writing --
 
-// Writes everything queued in one gather write.
+// Writes everything queued in one gather write: at the end of the io loop's pass on plain TCP
+// (`send_phase.hpp`; what is queued meanwhile goes in the same write), else at once.
 template <class Stream> void server_session<Stream>::do_write() {
   writing_ = true;
+  if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+    if (send_phase::deferring()) {
+      return send_phase::defer([self = this->shared_from_this()] { self->write_queued(); });
+    }
+  }
+  write_queued();
+}
+
+template <class Stream> void server_session<Stream>::write_queued() {
   in_flight_ = writes_.size();
   in_flight_bytes_ = 0;
   buffers_.clear();

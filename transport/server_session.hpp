@@ -92,6 +92,7 @@ private:
 
   // -- writing --
   void do_write();
+  void write_queued(); // do_write's write, now
   void on_write(error_code ec);
   /// Drops the first `n` bytes of the gather write (the part a direct write took).
   void consume_written(std::size_t n);

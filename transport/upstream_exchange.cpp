@@ -4,6 +4,7 @@
 #include "transport/handler_tail.hpp"
 #include "transport/header_fields.hpp"
 #include "transport/read_buffer.hpp"
+#include "transport/send_phase.hpp"
 #include "transport/transfer_at_once.hpp"
 
 #include <algorithm>
@@ -237,7 +238,16 @@ void upstream_exchange::do_handshake() {
       });
 }
 
+// The request goes out at the end of the io loop's pass on plain TCP (`send_phase.hpp`), with
+// the pass's other sends; at once over TLS.
 void upstream_exchange::do_write() {
+  if (send_phase::deferring() && std::holds_alternative<beast::tcp_stream>(conn_->stream)) {
+    return send_phase::defer([self = shared_from_this()] { self->write_request(); });
+  }
+  write_request();
+}
+
+void upstream_exchange::write_request() {
   if (cancelled_) {
     return finish(exchange_status::cancelled);
   }

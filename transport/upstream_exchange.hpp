@@ -127,6 +127,7 @@ private:
   void do_connect();
   void do_handshake();
   void do_write();
+  void write_request(); // do_write's write, now
   void do_read_head();
   /// Reads more of the response head (after `do_read_head` made the parser).
   void read_head_some();

@@ -73,6 +73,12 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       "threads wait for a CPU; off under a CPU quota or where the kernel polls idle CPUs "
       "(haltpoll) unless given");
   busy_poll->check(CLI::Range(0LL, 100000LL));
+  app.add_option("--send-batch", cfg.send_batch,
+                 "Handlers an io thread runs before it sends what they wrote, at most; it sends "
+                 "sooner when nothing else is ready (0: every write at once). Workers and "
+                 "clients then get a pass's sends together and are woken once for them. One io "
+                 "thread only (with several, writes go at once)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{4096}));
 
   // -- workers --
   app.add_option("--worker-urls", cfg.worker_urls, "Regular workers, e.g. http://host:8000")

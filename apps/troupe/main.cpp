@@ -110,8 +110,12 @@ int main(int argc, char** argv) {
       node.shutdown([&ioc] { ioc.stop(); });
     });
     transport::busy_poll_options poll{busy_poll_budget(*cfg), {}};
+    // Writes are deferred to the end of a pass on the one io thread; with several, a session's
+    // handlers run on a strand that a deferred write would leave.
+    poll.send_batch = cfg->io_threads == 1 ? cfg->send_batch : 0;
     auto io_stats = node.services()->io; // on /metrics and /admin/actors
     io_stats->budget_us = poll.budget.count();
+    io_stats->send_batch = static_cast<std::int64_t>(poll.send_batch);
     std::vector<std::thread> threads;
     for (unsigned i = 1; i < cfg->io_threads; ++i) {
       threads.emplace_back([&] { transport::run_io_loop(ioc, poll, *io_stats); });

@@ -69,7 +69,7 @@ void fail_with(const http_context& ctx, const caf::error& e) {
 
 // -- GET /admin/actors, /admin/actors/{id} --
 
-/// The io threads and their busy polling (transport/io_loop.hpp).
+/// The io threads, their busy polling and their deferred writes (transport/io_loop.hpp).
 json io_json(unsigned threads, const transport::io_loop_stats& io) {
   auto load = [](auto& a) { return a.load(std::memory_order_relaxed); };
   return {{"threads", threads},
@@ -78,7 +78,9 @@ json io_json(unsigned threads, const transport::io_loop_stats& io) {
            {{"spins", load(io.spins)},
             {"hits", load(io.hits)},
             {"vetoes", load(io.vetoes)},
-            {"seconds", static_cast<double>(load(io.spin_ns)) / 1e9}}}};
+            {"seconds", static_cast<double>(load(io.spin_ns)) / 1e9}}},
+          {"send_batch", load(io.send_batch)},
+          {"sends", {{"deferred", load(io.sends_deferred)}, {"flushes", load(io.send_flushes)}}}};
 }
 
 void list_actors(http_context& ctx) {

@@ -144,6 +144,32 @@ TEST_CASE("a streamed response arrives as chunks and ends") {
   CHECK(c.read().body() == "GET /after ");
 }
 
+TEST_CASE("with every write deferred to the end of its pass, answers arrive whole and in order") {
+  io_thread io{test::deferring_writes(2)};
+  echo_server s{io};
+  test_client c{s.server.port()};
+  for (int i = 0; i < 3; ++i) { // keep-alive
+    c.send(make_request(http::verb::post, "/x" + std::to_string(i), "b"));
+    CHECK(c.read().body() == "POST /x" + std::to_string(i) + " b");
+  }
+  c.send_raw("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(c.read().body() == "GET /a ");
+  CHECK(c.read().body() == "GET /b ");
+  c.send(make_request(http::verb::get, "/stream"));
+  auto res = c.read();
+  CHECK(res.chunked());
+  CHECK(res.body() == "data: 1\n\ndata: 2\n\ndata: 3\n\n");
+  // Several clients at once: their writes share passes and flushes.
+  std::vector<std::unique_ptr<test_client>> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(std::make_unique<test_client>(s.server.port()));
+    clients.back()->send(make_request(http::verb::post, "/c" + std::to_string(i), "z"));
+  }
+  for (int i = 0; i < 8; ++i) {
+    CHECK(clients[i]->read().body() == "POST /c" + std::to_string(i) + " z");
+  }
+}
+
 TEST_CASE("a client leaving before its response fires the disconnect callback") {
   io_thread io;
   echo_server s{io};

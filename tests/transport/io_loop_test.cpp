@@ -1,5 +1,6 @@
 #include "tests/transport/eventually.hpp"
 #include "transport/io_loop.hpp"
+#include "transport/send_phase.hpp"
 
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace troupe::transport;
 using troupe::test::eventually;
@@ -101,6 +103,78 @@ TEST_CASE("a stopped io context ends the io loop, polling or asleep") {
     loop.join(); // returns: the test would hang otherwise
     CHECK(ioc.stopped());
   }
+}
+
+TEST_CASE("a busy pass's writes go out every `send_batch` handlers and when it ends") {
+  for (auto budget : {0us, 200us}) {
+    net::io_context ioc{1};
+    int handlers = 0;
+    std::vector<int> written;
+    for (int i = 0; i < 10; ++i) {
+      net::post(ioc, [&] {
+        ++handlers;
+        send_phase::defer([&] { written.push_back(handlers); });
+      });
+    }
+    io_loop_stats stats;
+    busy_poll_options opts{budget, [] { return false; }};
+    opts.send_batch = 3;
+    opts.busy_pass = 0; // every write deferred
+    run_io_loop(ioc, opts, stats);
+    // Each write sees how many handlers had run when it went out.
+    if (budget == 0us) {
+      // The first handler ends the sleep (run_one); the pass after it sends every 3 handlers.
+      CHECK(written == std::vector<int>{4, 4, 4, 4, 7, 7, 7, 10, 10, 10});
+    } else {
+      // One pass of all ten: sent after handlers 3, 6 and 9, the last at its end.
+      CHECK(written == std::vector<int>{3, 3, 3, 6, 6, 6, 9, 9, 9, 10});
+    }
+    CHECK(send_phase::pending() == 0);
+    CHECK_FALSE(send_phase::deferring()); // the loop's scope ended with it
+  }
+}
+
+TEST_CASE("a pass's first handlers write at once; once it has run busy_pass, writes wait") {
+  net::io_context ioc{1};
+  int handlers = 0;
+  std::vector<int> written;
+  for (int i = 0; i < 8; ++i) {
+    net::post(ioc, [&] {
+      ++handlers;
+      send_phase::defer([&] { written.push_back(handlers); });
+    });
+  }
+  io_loop_stats stats;
+  busy_poll_options opts{0us, {}};
+  opts.send_batch = 32;
+  opts.busy_pass = 4;
+  run_io_loop(ioc, opts, stats);
+  // The first handler ends the sleep (run_one), then comes the pass: once it has run 4
+  // handlers (the 2nd to the 5th, writing at once), the writes of the rest wait for its end.
+  CHECK(written == std::vector<int>{1, 2, 3, 4, 5, 8, 8, 8});
+}
+
+TEST_CASE("a lone handler's write goes at once, a busy loop or not") {
+  net::io_context ioc{1};
+  auto guard = net::make_work_guard(ioc);
+  io_loop_stats stats;
+  std::atomic<int> written{0};
+  std::atomic<bool> deferred_at_write{true};
+  busy_poll_options opts{200us, [] { return false; }};
+  opts.send_batch = 32;
+  std::thread loop{[&] { run_io_loop(ioc, opts, stats); }};
+  for (int i = 1; i <= 3; ++i) {
+    std::this_thread::sleep_for(5ms);
+    net::post(ioc, [&] {
+      deferred_at_write = send_phase::deferring();
+      send_phase::defer([&] { ++written; });
+    });
+    REQUIRE(eventually([&] { return written.load() == i; }));
+    CHECK_FALSE(deferred_at_write.load());
+  }
+  guard.reset();
+  ioc.stop();
+  loop.join();
 }
 
 TEST_CASE("the runnable-thread count is read from /proc/loadavg's fourth field") {

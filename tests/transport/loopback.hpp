@@ -3,6 +3,7 @@
 // A real server on a loopback port, run by a background io thread, for transport tests.
 
 #include "transport/http_server.hpp"
+#include "transport/io_loop.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
@@ -10,10 +11,14 @@
 
 namespace troupe::test {
 
-/// An io_context running on its own thread until destruction.
+/// An io_context running on its own thread until destruction: `io_context::run`, or the
+/// gateway's io loop with `opts` (e.g. every write deferred to the end of its pass).
 class io_thread {
 public:
   io_thread() : guard_(ioc.get_executor()), thread_([this] { ioc.run(); }) {}
+  explicit io_thread(transport::busy_poll_options opts)
+      : guard_(ioc.get_executor()),
+        thread_([this, opts = std::move(opts)] { transport::run_io_loop(ioc, opts, stats_); }) {}
   ~io_thread() {
     guard_.reset();
     ioc.stop();
@@ -22,9 +27,19 @@ public:
   boost::asio::io_context ioc;
 
 private:
+  transport::io_loop_stats stats_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::thread thread_;
 };
+
+/// Loop options under which every write a handler starts waits for the end of its pass, sent
+/// every `batch` handlers (transport/send_phase.hpp).
+inline transport::busy_poll_options deferring_writes(std::size_t batch = 2) {
+  transport::busy_poll_options opts{std::chrono::microseconds{0}, [] { return true; }};
+  opts.send_batch = batch;
+  opts.busy_pass = 0;
+  return opts;
+}
 
 /// A blocking HTTP client connection for tests.
 struct test_client {

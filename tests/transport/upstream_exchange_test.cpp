@@ -3,6 +3,7 @@
 #include "transport/upstream_exchange.hpp"
 
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
@@ -210,6 +211,36 @@ TEST_CASE("cancel aborts an exchange in flight") {
   });
   CHECK(r.result.status == exchange_status::cancelled);
   CHECK(pool->open_connections() == 0);
+}
+
+TEST_CASE("with writes deferred to the end of the pass, exchanges deliver and reuse; one "
+          "cancelled before its write went out never reaches the worker") {
+  io_thread io{test::deferring_writes(2)};
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  auto first = run(pool, "/one");
+  CHECK(first.result.status == exchange_status::ok);
+  CHECK(first.sink->body() == R"({"target":"/one"})");
+  auto second = run(pool, "/sse");
+  CHECK(second.result.status == exchange_status::ok);
+  CHECK(second.sink->body() == "data: a\n\ndata: b\n\n");
+  CHECK(pool->open_connections() == 1);
+  // Started and cancelled in one handler of the io thread, while its write waits for the pass.
+  std::promise<exchange_result> p;
+  boost::asio::post(io.ioc, [&] {
+    upstream_call call;
+    call.method = http::verb::get;
+    call.target = "/three";
+    call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    auto ex = upstream_exchange::start(pool, std::move(call), std::make_shared<collect_sink>(1024),
+                                       [&p](exchange_result r) { p.set_value(std::move(r)); });
+    ex->cancel();
+  });
+  auto f = p.get_future();
+  REQUIRE(f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(f.get().status == exchange_status::cancelled);
+  CHECK(w.requests == 2);
+  CHECK(run(pool, "/four").result.status == exchange_status::ok); // the pool goes on
 }
 
 TEST_CASE("a streamed body arrives in pieces and completes") {
