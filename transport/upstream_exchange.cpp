@@ -248,8 +248,16 @@ void upstream_exchange::do_write() {
 }
 
 void upstream_exchange::write_request() {
+  if (finished_) {
+    return; // ended while its write waited for the pass (the connection is gone with it)
+  }
   if (cancelled_) {
     return finish(exchange_status::cancelled);
+  }
+  if (timed_out_) {
+    // The deadline passed while the write waited for the end of the pass: there is no pending
+    // operation for it to cancel, so end as that cancellation would have.
+    return on_failure(net::error::operation_aborted, classify(net::error::operation_aborted));
   }
   auto on_write = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) {

@@ -243,6 +243,29 @@ TEST_CASE("with writes deferred to the end of the pass, exchanges deliver and re
   CHECK(run(pool, "/four").result.status == exchange_status::ok); // the pool goes on
 }
 
+TEST_CASE("a deadline that passes while the request waits for the end of the pass ends the "
+          "exchange as timeout, unsent") {
+  io_thread io{test::deferring_writes(32)};
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  REQUIRE(run(pool, "/warm").result.status == exchange_status::ok); // an idle connection
+  std::promise<exchange_result> p;
+  boost::asio::post(io.ioc, [&] {
+    upstream_call call;
+    call.method = http::verb::get;
+    call.target = "/late";
+    call.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+    upstream_exchange::start(pool, std::move(call), std::make_shared<collect_sink>(1024),
+                             [&p](exchange_result r) { p.set_value(std::move(r)); });
+    // The rest of a long pass: the deadline's timer is due before the pass's writes go out.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  auto f = p.get_future();
+  REQUIRE(f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(f.get().status == exchange_status::timeout);
+  CHECK(w.requests == 1); // only the warm-up reached the worker
+}
+
 TEST_CASE("a streamed body arrives in pieces and completes") {
   io_thread io;
   fake_worker w{io};
