@@ -64,7 +64,8 @@ class SendBatchTest(ProcessTestCase):
 
     def test_a_lone_request_is_answered_at_once(self):
         gw = self.gateway(workers=[self.sim()])
-        for _ in range(20):
+        requests = 50
+        for _ in range(requests):
             r = post(gw.url + "/v1/chat/completions",
                      {"model": MODEL, "max_tokens": 4,
                       "messages": [{"role": "user", "content": "hi"}]})
@@ -79,10 +80,13 @@ class SendBatchTest(ProcessTestCase):
         self.assertEqual(s.status, 200)
         self.assertEqual(events[-1], "[DONE]")
         self.assertEqual(len(events), 1 + 3 + 1 + 1, events)  # role, 3 tokens, finish, [DONE]
-        # One request at a time: its writes (at least two each, request and response) go at
-        # once. A pass can still be busy now and then (health checks, the metrics scrape), so
-        # the bound is "nearly none", where deferring every write would count 40 and more.
-        self.assertLess(self.metrics(gw)["troupe_io_sends_deferred_total"], 10)
+        # One request at a time: most of its writes (at least two each, request and response)
+        # go at once, where deferring every write would count all of them. A pass can still
+        # run enough handlers to count as busy (a request's own actor messages, health checks,
+        # the metrics scrape; more often on a loaded machine): 0-10 of 42 writes were deferred
+        # in runs of 20 requests, so the bound is half of them, not none.
+        writes = 2 * (requests + 1)
+        self.assertLess(self.metrics(gw)["troupe_io_sends_deferred_total"], writes / 2)
 
     def test_zero_and_several_io_threads_send_every_write_at_once(self):
         sim = self.sim("--request-log-size", 0)
