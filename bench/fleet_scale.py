@@ -130,11 +130,12 @@ def fleet_counts(port):
 class Gateway:
     """troupe pinned to a core, its fleet registered by flag or by POST."""
 
-    def __init__(self, binary, policy, urls, register, cpu, log_level):
+    def __init__(self, binary, policy, urls, register, cpu, log_level, flags=()):
+        """`flags`: more of troupe's flags, e.g. ["--send-batch", "0"]."""
         self.port = free_port()
         args = ["taskset", "-c", str(cpu), binary, "--host", "127.0.0.1", "--port",
                 str(self.port), "--prometheus-port", "0", "--policy", policy,
-                "--log-level", log_level]
+                "--log-level", log_level, *flags]
         if register == "flag" and urls:
             args += ["--worker-urls", *urls]
         t0 = time.time()

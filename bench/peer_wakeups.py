@@ -54,8 +54,8 @@ def children(pid):
 
 
 class TroupeProxy:
-    def __init__(self, binary, urls):
-        self.gateway = fs.Gateway(binary, "round_robin", urls, "flag", 0, "warn")
+    def __init__(self, binary, urls, flags):
+        self.gateway = fs.Gateway(binary, "round_robin", urls, "flag", 0, "warn", flags)
         self.port, self.pid = self.gateway.port, self.gateway.proc.pid
 
     def stop(self):
@@ -105,14 +105,6 @@ def main():
             sys.exit(f"needs {tool} (scripts/install-deps.sh)")
     proxies = [p for p in args.proxies if fp.available(p)]
     binary = os.path.join(args.build, "apps", "troupe", "troupe")
-    if args.troupe_flag:
-        # fleet_scale.Gateway takes no extra flags: a wrapper that adds them (exec: same pid).
-        wrapper = tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False)
-        wrapper.write("#!/bin/sh\nexec " + binary + " " + " ".join(args.troupe_flag) +
-                      ' "$@"\n')
-        wrapper.close()
-        os.chmod(wrapper.name, 0o755)
-        binary = wrapper.name
     tmp = tempfile.mkdtemp(prefix="troupe-peer-wakeups-")
     script = os.path.join(tmp, "chat.lua")
     with open(script, "w") as f:
@@ -130,7 +122,7 @@ def main():
                     elif proxy == "haproxy":
                         p = fp.HAProxy(ports[:w], 0)
                     else:
-                        p = TroupeProxy(binary, workers.urls[:w])
+                        p = TroupeProxy(binary, workers.urls[:w], args.troupe_flag)
                     try:
                         r = measure(p.port, p.pid, fleet_pids, args.concurrency, args.duration,
                                     script)

@@ -9,10 +9,14 @@ namespace troupe::bench {
 
 namespace {
 
-// gnuplot takes a double-quoted string with backslash escapes.
-std::string quoted(const std::string& s) {
+// gnuplot takes a double-quoted string with backslash escapes (`\n` breaks a line).
+std::string gnuplot_quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\') {
       out.push_back('\\');
     }
@@ -43,19 +47,13 @@ std::vector<std::string> title_lines(const std::string& title) {
   return lines;
 }
 
-// A gnuplot double-quoted string of the title, its lines joined by `\n` escapes.
+// The title as one gnuplot string, broken into the lines the plot can hold.
 std::string quoted_title(const std::string& title) {
-  std::string out;
+  std::string joined;
   for (const auto& line : title_lines(title)) {
-    if (!out.empty()) {
-      out.pop_back(); // the closing quote; the next line continues the string
-      out += "\\n";
-      out += quoted(line).substr(1);
-    } else {
-      out = quoted(line);
-    }
+    joined += (joined.empty() ? "" : "\n") + line;
   }
-  return out;
+  return gnuplot_quoted(joined);
 }
 
 } // namespace
@@ -68,7 +66,7 @@ std::string plot_script(const std::vector<stage_summary>& stages, const std::str
   }
   std::ostringstream out;
   out << "set terminal pngcairo size 1000,640 noenhanced\n"
-      << "set output " << quoted(png_path) << "\n"
+      << "set output " << gnuplot_quoted(png_path) << "\n"
       << "set title " << quoted_title(title) << "\n"
       << "set xlabel \"throughput (successful requests/s)\"\n"
       << "set ylabel \"latency (ms)\"\n"

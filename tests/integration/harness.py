@@ -422,6 +422,16 @@ class Gateway(Process):
         """{url: in-flight} as the gateway sees it."""
         return {w["url"]: w["load"] for w in self.workers()}
 
+    def metrics(self, prefix=""):
+        """{sample: value} of the samples on the metrics port whose names start with `prefix`
+        (labels are part of the sample's name)."""
+        out = {}
+        for line in get(f"http://127.0.0.1:{self.metrics_port}/metrics").text.splitlines():
+            if line.startswith(prefix) and line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
 
 class ProcessTestCase(unittest.TestCase):
     """A TestCase that stops every process it started and prints logs of failed tests."""

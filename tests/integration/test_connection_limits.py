@@ -15,12 +15,7 @@ CHAT = {"model": "sim-model", "messages": [{"role": "user", "content": "hi"}], "
 
 
 def metrics(gw):
-    out = {}
-    for line in get(f"http://127.0.0.1:{gw.metrics_port}/metrics").text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
+    return gw.metrics()
 
 
 def connect(gw, timeout=5):

@@ -243,12 +243,7 @@ class BusyPollTest(ProcessTestCase):
     CHAT = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
 
     def busy_poll_metrics(self, gw):
-        out = {}
-        for line in get(f"http://127.0.0.1:{gw.metrics_port}/metrics").text.splitlines():
-            if line.startswith("troupe_io_busy_poll_"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
+        return gw.metrics("troupe_io_busy_poll_")
 
     def serve_some(self, gw):
         for _ in range(20):

@@ -9,7 +9,7 @@ import os
 import subprocess
 import tempfile
 
-from harness import ROOT, TROUPE_BIN, ProcessTestCase, Stream, get, post, sse_data
+from harness import ROOT, TROUPE_BIN, ProcessTestCase, Stream, post, sse_data
 
 BENCH_BIN = os.environ.get(
     "TROUPE_BENCH_BIN", os.path.join(ROOT, "build", "apps", "troupe-bench", "troupe-bench"))
@@ -18,12 +18,7 @@ MODEL = "sim-model"
 
 class SendBatchTest(ProcessTestCase):
     def metrics(self, gw):
-        out = {}
-        for line in get(f"http://127.0.0.1:{gw.metrics_port}/metrics").text.splitlines():
-            if line.startswith("troupe_io_send"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
+        return gw.metrics("troupe_io_send")
 
     def io_view(self, gw):
         return gw.get("/admin/actors").json()["io"]

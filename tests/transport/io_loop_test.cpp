@@ -105,29 +105,42 @@ TEST_CASE("a stopped io context ends the io loop, polling or asleep") {
   }
 }
 
+namespace {
+
+/// Handlers that each defer a write; the write records how many handlers had run when it went
+/// out.
+struct counted_writes {
+  int handlers = 0;
+  std::vector<int> written;
+
+  void post(net::io_context& ioc, int n) {
+    for (int i = 0; i < n; ++i) {
+      net::post(ioc, [this] {
+        ++handlers;
+        send_phase::defer([this] { written.push_back(handlers); });
+      });
+    }
+  }
+};
+
+} // namespace
+
 TEST_CASE("a busy pass's writes go out every `send_batch` handlers and when it ends") {
   for (auto budget : {0us, 200us}) {
     net::io_context ioc{1};
-    int handlers = 0;
-    std::vector<int> written;
-    for (int i = 0; i < 10; ++i) {
-      net::post(ioc, [&] {
-        ++handlers;
-        send_phase::defer([&] { written.push_back(handlers); });
-      });
-    }
+    counted_writes w;
+    w.post(ioc, 10);
     io_loop_stats stats;
     busy_poll_options opts{budget, [] { return false; }};
     opts.send_batch = 3;
     opts.busy_pass = 0; // every write deferred
     run_io_loop(ioc, opts, stats);
-    // Each write sees how many handlers had run when it went out.
     if (budget == 0us) {
       // The first handler ends the sleep (run_one); the pass after it sends every 3 handlers.
-      CHECK(written == std::vector<int>{4, 4, 4, 4, 7, 7, 7, 10, 10, 10});
+      CHECK(w.written == std::vector<int>{4, 4, 4, 4, 7, 7, 7, 10, 10, 10});
     } else {
       // One pass of all ten: sent after handlers 3, 6 and 9, the last at its end.
-      CHECK(written == std::vector<int>{3, 3, 3, 6, 6, 6, 9, 9, 9, 10});
+      CHECK(w.written == std::vector<int>{3, 3, 3, 6, 6, 6, 9, 9, 9, 10});
     }
     CHECK(send_phase::pending() == 0);
     CHECK_FALSE(send_phase::deferring()); // the loop's scope ended with it
@@ -136,14 +149,8 @@ TEST_CASE("a busy pass's writes go out every `send_batch` handlers and when it e
 
 TEST_CASE("a pass's first handlers write at once; once it has run busy_pass, writes wait") {
   net::io_context ioc{1};
-  int handlers = 0;
-  std::vector<int> written;
-  for (int i = 0; i < 8; ++i) {
-    net::post(ioc, [&] {
-      ++handlers;
-      send_phase::defer([&] { written.push_back(handlers); });
-    });
-  }
+  counted_writes w;
+  w.post(ioc, 8);
   io_loop_stats stats;
   busy_poll_options opts{0us, {}};
   opts.send_batch = 32;
@@ -151,7 +158,7 @@ TEST_CASE("a pass's first handlers write at once; once it has run busy_pass, wri
   run_io_loop(ioc, opts, stats);
   // The first handler ends the sleep (run_one), then comes the pass: once it has run 4
   // handlers (the 2nd to the 5th, writing at once), the writes of the rest wait for its end.
-  CHECK(written == std::vector<int>{1, 2, 3, 4, 5, 8, 8, 8});
+  CHECK(w.written == std::vector<int>{1, 2, 3, 4, 5, 8, 8, 8});
 }
 
 TEST_CASE("a lone handler's write goes at once, a busy loop or not") {

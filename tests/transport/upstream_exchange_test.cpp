@@ -85,15 +85,22 @@ struct outcome {
   std::shared_ptr<collect_sink> sink;
 };
 
-outcome run(std::shared_ptr<upstream_pool> pool, std::string target,
-            std::chrono::milliseconds deadline = std::chrono::seconds(5),
-            std::function<void(upstream_exchange&)> after_start = {},
-            header_block headers = {{"x-request-id", "rid-1"}}) {
+/// A GET of `target`, due within `deadline` from now.
+upstream_call get_call(std::string target, std::chrono::milliseconds deadline,
+                       header_block headers = {}) {
   upstream_call call;
   call.method = http::verb::get;
   call.target = std::move(target);
   call.headers = std::move(headers);
   call.deadline = std::chrono::steady_clock::now() + deadline;
+  return call;
+}
+
+outcome run(std::shared_ptr<upstream_pool> pool, std::string target,
+            std::chrono::milliseconds deadline = std::chrono::seconds(5),
+            std::function<void(upstream_exchange&)> after_start = {},
+            header_block headers = {{"x-request-id", "rid-1"}}) {
+  auto call = get_call(std::move(target), deadline, std::move(headers));
   auto sink = std::make_shared<collect_sink>(1 << 20);
   std::promise<exchange_result> p;
   auto ex = upstream_exchange::start(pool, std::move(call), sink,
@@ -228,11 +235,8 @@ TEST_CASE("with writes deferred to the end of the pass, exchanges deliver and re
   // Started and cancelled in one handler of the io thread, while its write waits for the pass.
   std::promise<exchange_result> p;
   boost::asio::post(io.ioc, [&] {
-    upstream_call call;
-    call.method = http::verb::get;
-    call.target = "/three";
-    call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    auto ex = upstream_exchange::start(pool, std::move(call), std::make_shared<collect_sink>(1024),
+    auto ex = upstream_exchange::start(pool, get_call("/three", std::chrono::seconds(5)),
+                                       std::make_shared<collect_sink>(1024),
                                        [&p](exchange_result r) { p.set_value(std::move(r)); });
     ex->cancel();
   });
@@ -251,11 +255,8 @@ TEST_CASE("a deadline that passes while the request waits for the end of the pas
   REQUIRE(run(pool, "/warm").result.status == exchange_status::ok); // an idle connection
   std::promise<exchange_result> p;
   boost::asio::post(io.ioc, [&] {
-    upstream_call call;
-    call.method = http::verb::get;
-    call.target = "/late";
-    call.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-    upstream_exchange::start(pool, std::move(call), std::make_shared<collect_sink>(1024),
+    upstream_exchange::start(pool, get_call("/late", std::chrono::milliseconds(2)),
+                             std::make_shared<collect_sink>(1024),
                              [&p](exchange_result r) { p.set_value(std::move(r)); });
     // The rest of a long pass: the deadline's timer is due before the pass's writes go out.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
