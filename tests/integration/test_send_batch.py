@@ -88,19 +88,8 @@ class SendBatchTest(ProcessTestCase):
         for flags, batch in ((["--send-batch", 0], 0), (["--io-threads", 2], 0)):
             with self.subTest(flags=flags):
                 gw = self.gateway(*flags, workers=[sim])
-                if "--io-threads" in flags:
-                    # Not under troupe-bench's c=64 load: with two io threads about 1 run in
-                    # 10 stalls there (the gateway has nothing in flight, the client's 64
-                    # connections idle, an answer missing; found 12-05, open, not a
-                    # --send-batch matter: with several io threads nothing is deferred).
-                    for _ in range(50):
-                        r = post(gw.url + "/v1/chat/completions",
-                                 {"model": MODEL, "max_tokens": 4,
-                                  "messages": [{"role": "user", "content": "hi"}]})
-                        self.assertEqual(r.status, 200, r)
-                else:
-                    stage = self.load(gw, "--no-stream")
-                    self.assertEqual(stage["failures"], {}, stage["first_errors"])
+                stage = self.load(gw, "--no-stream")
+                self.assertEqual(stage["failures"], {}, stage["first_errors"])
                 self.assertEqual(self.io_view(gw)["send_batch"], batch)
                 m = self.metrics(gw)
                 self.assertEqual(m["troupe_io_sends_deferred_total"], 0, m)
