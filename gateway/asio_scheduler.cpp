@@ -100,7 +100,10 @@ thread_local asio_execution_unit::follow_queue* asio_execution_unit::current = n
 
 /// CAF's actor clock on one asio timer. Setting a timeout arms the timer when it is the
 /// earliest; cancelling one (every terminating actor does) only edits the schedule: no
-/// thread is woken.
+/// thread is woken. An actor newer than every actor that ever set a timeout has none to
+/// cancel, and its end (a request actor's, which never sets one) returns before the lock and
+/// the schedule's by-actor index, an O(log n) walk over n waiting timeouts (with 4,000
+/// workers, 4,000 health checks waiting: 0.6 µs per request in a profile).
 class asio_clock final : public caf::detail::thread_safe_actor_clock {
 public:
   using super = caf::detail::simple_actor_clock;
@@ -111,6 +114,7 @@ public:
                             uint64_t id) override {
     std::lock_guard guard{mx_};
     super::set_ordinary_timeout(t, self, type, id);
+    note_timed(self);
     arm();
   }
 
@@ -118,17 +122,19 @@ public:
                          uint64_t id) override {
     std::lock_guard guard{mx_};
     super::set_multi_timeout(t, self, type, id);
+    note_timed(self);
     arm();
   }
 
   void set_request_timeout(time_point t, caf::abstract_actor* self, caf::message_id id) override {
     std::lock_guard guard{mx_};
     super::set_request_timeout(t, self, id);
+    note_timed(self);
     arm();
   }
 
   void cancel_ordinary_timeout(caf::abstract_actor* self, caf::atom_value type) override {
-    if (reentered()) {
+    if (never_timed(self) || reentered()) {
       return;
     }
     std::lock_guard guard{mx_};
@@ -136,7 +142,7 @@ public:
   }
 
   void cancel_request_timeout(caf::abstract_actor* self, caf::message_id id) override {
-    if (reentered()) {
+    if (never_timed(self) || reentered()) {
       return;
     }
     std::lock_guard guard{mx_};
@@ -144,7 +150,7 @@ public:
   }
 
   void cancel_timeouts(caf::abstract_actor* self) override {
-    if (reentered()) {
+    if (never_timed(self) || reentered()) {
       return;
     }
     std::lock_guard guard{mx_};
@@ -181,6 +187,20 @@ private:
   /// again on this thread would deadlock.
   bool reentered() const { return clearing_.load() == std::this_thread::get_id(); }
 
+  // Requires mx_. `self` has a timeout in the schedule now.
+  void note_timed(const caf::abstract_actor* self) {
+    if (self->id() > newest_timed_.load(std::memory_order_relaxed)) {
+      newest_timed_.store(self->id(), std::memory_order_release);
+    }
+  }
+
+  /// True when `self` never set a timeout: every entry of the schedule is keyed by the id of
+  /// the actor that set it, and ids grow with each spawn. An actor sets and cancels its own
+  /// timeouts, one message at a time, so its earlier `note_timed` is visible here.
+  bool never_timed(const caf::abstract_actor* self) const {
+    return self->id() > newest_timed_.load(std::memory_order_acquire);
+  }
+
   // Requires mx_. Arms the timer for the earliest entry unless it already fires by then.
   void arm() {
     if (schedule().empty()) {
@@ -205,6 +225,7 @@ private:
 
   std::mutex mx_;
   std::atomic<std::thread::id> clearing_{};
+  std::atomic<caf::actor_id> newest_timed_{0}; // the largest id that ever set a timeout
   net::steady_timer timer_;
   time_point armed_ = time_point::max();
 };

@@ -108,6 +108,36 @@ TEST_CASE("the asio clock lets go of an actor that ended while its timeout waite
   CHECK(destroyed.wait_for(5s) == std::future_status::ready);
 }
 
+TEST_CASE("the asio clock lets go of an older waiting actor after a newer one set a timeout") {
+  asio_system s;
+  // An actor's end skips the clock when no actor as new as it ever set a timeout. The older
+  // probe is not the newest that did, so its end must still reach the schedule, and the newest
+  // (its id the mark itself) too.
+  auto older_gone = std::make_shared<std::promise<void>>();
+  auto newer_gone = std::make_shared<std::promise<void>>();
+  auto older_destroyed = older_gone->get_future();
+  auto newer_destroyed = newer_gone->get_future();
+  caf::actor newer;
+  {
+    auto older = s.sys->spawn<probe>(older_gone);
+    newer = s.sys->spawn<probe>(newer_gone);
+    REQUIRE(older.id() < newer.id());
+    caf::anon_send(older, 1);
+  }
+  CHECK(older_destroyed.wait_for(5s) == std::future_status::ready);
+  // Actors without a timeout, newer than both, end meanwhile.
+  for (int i = 0; i < 10; ++i) {
+    auto quick = s.sys->spawn([](caf::event_based_actor* self) -> caf::behavior {
+      return {[self](int) { self->quit(); }};
+    });
+    caf::anon_send(quick, 1);
+  }
+  CHECK(newer_destroyed.wait_for(0s) == std::future_status::timeout);
+  caf::anon_send(newer, 1);
+  newer = caf::actor{};
+  CHECK(newer_destroyed.wait_for(5s) == std::future_status::ready);
+}
+
 TEST_CASE("the asio clock ends a request that gets no answer in time with request_timeout") {
   asio_system s;
   auto mute = s.sys->spawn([](caf::event_based_actor*) -> caf::behavior {
