@@ -16,6 +16,12 @@ def free_port():
         return s.getsockname()[1]
 
 
+def app_binary(build, name):
+    """The executable of app `name` (troupe, troupe-sim, troupe-bench) in build directory
+    `build`."""
+    return os.path.join(os.path.abspath(build), "apps", name, name)
+
+
 def knows_flag(binary, flag):
     """Whether `binary --help` lists `flag` (a binary built before the flag does not)."""
     out = subprocess.run([binary, "--help"], capture_output=True, text=True).stdout

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from loopback import Processes, free_port, wait_http  # noqa: E402
+from loopback import Processes, app_binary, free_port, wait_http  # noqa: E402
 
 MODEL = "pgo-model"
 
@@ -40,10 +40,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=4)
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    apps = os.path.join(build, "apps")
-    troupe = os.path.join(apps, "troupe", "troupe")
-    sim = os.path.join(apps, "troupe-sim", "troupe-sim")
-    bench = os.path.join(apps, "troupe-bench", "troupe-bench")
+    troupe, sim, bench = (app_binary(build, a) for a in ("troupe", "troupe-sim", "troupe-bench"))
 
     procs = Processes()
     log = open(os.path.join(build, "pgo-train.log"), "w")

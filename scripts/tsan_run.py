@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from loopback import Processes, free_port, wait_http  # noqa: E402
+from loopback import Processes, app_binary, free_port, wait_http  # noqa: E402
 
 # Where a report shows a hand-off that happened in libcaf_core: a message built on one thread
 # and read on another, an actor's state first touched where CAF started it, or CAF's shutdown
@@ -47,7 +47,8 @@ def main():
     ap.add_argument("--duration", type=float, default=3)
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    apps = os.path.join(build, "apps")
+    troupe, sim_bin, bench = (app_binary(build, a)
+                              for a in ("troupe", "troupe-sim", "troupe-bench"))
     run_dir = os.path.join(build, "tsan-run")
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
@@ -58,7 +59,7 @@ def main():
         sim_port = free_port()
         # The simulator is not under test: its reports go elsewhere.
         os.environ["TSAN_OPTIONS"] = f"log_path={run_dir}/sim-tsan"
-        procs.start([os.path.join(apps, "troupe-sim", "troupe-sim"), "--port", sim_port,
+        procs.start([sim_bin, "--port", sim_port,
                      "--request-log-size", 0, "--log-level", "warn"])
         sim = f"http://127.0.0.1:{sim_port}"
         wait_http(f"{sim}/health", timeout=60)
@@ -66,13 +67,13 @@ def main():
         os.environ["TSAN_OPTIONS"] = f"halt_on_error=0 history_size=4 log_path={run_dir}/troupe-tsan"
         log = open(os.path.join(run_dir, "troupe.log"), "w")
         gateway = procs.start(
-            [os.path.join(apps, "troupe", "troupe"), "--port", port, "--io-threads", 2,
+            [troupe, "--port", port, "--io-threads", 2,
              "--prometheus-port", 0, "--worker-urls", sim, "--log-level", "warn"], log=log)
         base = f"http://127.0.0.1:{port}"
         wait_http(f"{base}/readiness", timeout=60)
 
         for mode in ("--no-stream", "--stream"):
-            p = subprocess.run([os.path.join(apps, "troupe-bench", "troupe-bench"), "--url", base,
+            p = subprocess.run([bench, "--url", base,
                                 "--concurrency", "64", "--duration", str(args.duration),
                                 "--timeout", "60", mode, "--progress", "off"],
                                capture_output=True, text=True)
