@@ -53,9 +53,9 @@ public:
   std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
     auto text = prompt_text(sel.prompt, joined_);
     // The candidates looked at: every eligible one of a small list; a random sample of a
-    // large one (the power of `sample_size` choices), so a pick costs the same with 4 workers
-    // or 4,000. smg looks at every worker.
-    eligible_sample(cands, sel, rng_, sample_);
+    // large one (the power of `cache_aware_sample` choices), so a pick costs the same with 4
+    // workers or 4,000. smg looks at every worker.
+    eligible_sample(cands, sel, rng_, sample_, cfg_.cache_aware_sample);
     if (sample_.empty()) {
       return npos;
     }
@@ -82,10 +82,10 @@ public:
       ++no_prompt_;
     } else {
       auto ok = accepted(cands, sel);
-      auto matched = tree_.match(text, ok, holders_, sample_size);
+      auto matched = tree_.match(text, ok, holders_, cfg_.cache_aware_sample);
       if (view_) {
         // The cluster's picks: what other nodes sent to these workers.
-        matched = view_->widen(matched, ok, holders_, sample_size);
+        matched = view_->widen(matched, ok, holders_, cfg_.cache_aware_sample);
       }
       auto ratio = static_cast<double>(matched) / static_cast<double>(text.size());
       if (matched > 0 && ratio >= cfg_.cache_threshold && (k = best_holder(cands)) != npos) {
@@ -133,14 +133,14 @@ public:
     if (text.empty()) {
       return false;
     }
-    eligible_sample(cands, sel, rng_, sample_);
+    eligible_sample(cands, sel, rng_, sample_, cfg_.cache_aware_sample);
     if (sample_.empty()) {
       return false;
     }
     view_->hash(text);
     auto ok = accepted(cands, sel);
-    auto matched = tree_.match(text, ok, holders_, sample_size);
-    matched = view_->widen(matched, ok, holders_, sample_size);
+    auto matched = tree_.match(text, ok, holders_, cfg_.cache_aware_sample);
+    matched = view_->widen(matched, ok, holders_, cfg_.cache_aware_sample);
     const auto worth = static_cast<double>(text.size()) * cfg_.cache_threshold;
     if (!every && matched > 0 && static_cast<double>(matched) >= worth) {
       return false; // a worker holds enough of it: this node's pick follows it
@@ -253,6 +253,7 @@ public:
     nlohmann::json j = {{"mode", scored_ ? "score" : "smg"},
                         {"load_weight", cfg_.cache_aware_load_weight},
                         {"stale_margin", cfg_.cache_aware_stale_margin},
+                        {"sample", cfg_.cache_aware_sample},
                         {"mean_prompt_bytes", mean_prompt_},
                         {"cache_threshold", cfg_.cache_threshold},
                         {"balance_abs_threshold", cfg_.balance_abs_threshold},
@@ -322,10 +323,10 @@ private:
   std::size_t scored_pick(const std::vector<const worker_entry*>& cands, const selection& sel,
                           std::string_view text) {
     auto ok = accepted(cands, sel);
-    tree_.match(text, ok, holders_, sample_size);
+    tree_.match(text, ok, holders_, cfg_.cache_aware_sample);
     if (view_) {
       // The holders of the view's longest match (other nodes' picks) are looked at too.
-      view_->add_holders(ok, holders_, 2 * sample_size);
+      view_->add_holders(ok, holders_, 2 * cfg_.cache_aware_sample);
     }
     collect_scored(cands);
     scored_tenants_.clear();

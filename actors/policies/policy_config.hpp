@@ -22,6 +22,11 @@ struct policy_config {
   /// longest match, up to this many count as ended (reports are a gossip interval old;
   /// `best_by_score`). 0: reports count as they are.
   int cache_aware_stale_margin = 4;
+  /// Candidates of a large group a pick looks at besides the holders of the prompt's longest
+  /// match (a random sample; all of a group this small or smaller), and the most holders it
+  /// looks at. Troupe's own (smg looks at every worker): a pick costs the same with 4 workers or
+  /// 4,000 (docs/policies.md).
+  std::size_t cache_aware_sample = 8;
   /// Smallest share of a prompt a worker must already hold for the request to follow it.
   double cache_threshold = 0.3;
   /// Load is imbalanced when the busiest worker has more than this many requests in flight

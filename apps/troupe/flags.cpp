@@ -160,6 +160,10 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
                  "holder of the longest match, up to this many count as ended (reports are up to "
                  "a gossip interval old); 0: reports count as they are")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--cache-aware-sample", tuning.cache_aware_sample,
+                 "cache_aware: workers of a larger group a pick looks at, drawn at random, "
+                 "besides the holders of the prompt's longest match (at most this many)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--cache-threshold,--cache-match-threshold", tuning.cache_threshold,
                  "cache_aware: share of the prompt a worker must hold for the request to follow it")
       ->check(CLI::Range(0.0, 1.0));

@@ -162,3 +162,49 @@ TEST_CASE("cache aware (score): in a cluster, a conversation stays on reports of
     }
   }
 }
+
+TEST_CASE("cache aware (score): a larger group than --cache-aware-sample is sampled; holders "
+          "are always looked at") {
+  fake_fleet f{40};
+  auto cands = f.all();
+  for (auto* w : cands) {
+    w->live->in_flight = 3;
+  }
+  f.at("w17").live->in_flight = 0;
+  // Prompts that share no byte with each other (each its own first byte), so that no worker
+  // holds any of one: the pick takes the least loaded of what it looks at.
+  auto idle_picks = [&](strategy& s, int n) {
+    int idle = 0;
+    for (int i = 0; i < n; ++i) {
+      auto text = std::string(1, static_cast<char>(1 + i)) + std::string(300, 'q');
+      idle += cands[s.pick(cands, prompt(text))]->id == "w17" ? 1 : 0;
+    }
+    return idle;
+  };
+  SECTION("a group no larger than the sample is looked at whole") {
+    policy_config cfg;
+    cfg.cache_aware_sample = 40;
+    auto s = make_strategy("cache_aware", cfg);
+    s->on_fleet(f.snapshot(), protocol::worker_type::regular);
+    CHECK(idle_picks(*s, 50) == 50);
+    CHECK(s->describe()["sample"] == 40);
+  }
+  SECTION("a larger one through random draws: the idle worker only when drawn") {
+    policy_config cfg;
+    cfg.cache_aware_sample = 4;
+    auto s = make_strategy("cache_aware", cfg);
+    s->on_fleet(f.snapshot(), protocol::worker_type::regular);
+    // Drawn in ~9.6% of picks (four draws of 40): ~19 of 200; none at all about once in 5e8.
+    auto idle = idle_picks(*s, 200);
+    CHECK(idle > 0);
+    CHECK(idle < 100);
+    // A conversation's next turn goes back to the worker holding its first, which the four
+    // draws rarely include: the holders of the longest match are scored whatever the sample.
+    const auto turn1 = "[{\"role\":\"user\",\"content\":\"doc" + std::string(3000, 'd');
+    auto home = cands[s->pick(cands, prompt(turn1))]->id;
+    for (int i = 0; i < 50; ++i) {
+      auto next = turn1 + "\"},{\"role\":\"assistant\",\"content\":\"" + std::to_string(i);
+      CHECK(cands[s->pick(cands, prompt(next))]->id == home);
+    }
+  }
+}
