@@ -78,6 +78,10 @@ int main(int argc, char** argv) {
   const std::size_t workers = std::strtoul(argv[1], nullptr, 10);
   policy_config cfg;
   cfg.cache_aware_sample = std::strtoul(argv[2], nullptr, 10);
+  if (workers == 0 || cfg.cache_aware_sample == 0) {
+    std::fprintf(stderr, "WORKERS and SAMPLE must be at least 1\n");
+    return 2;
+  }
   const std::size_t clients = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2 * workers;
   const std::size_t requests = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 100000;
   std::mt19937_64 rng{argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 7};
