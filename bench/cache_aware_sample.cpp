@@ -16,6 +16,7 @@
 
 #include "actors/policies/strategy.hpp"
 #include "actors/policy.hpp"
+#include "bench/bench_fleet.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -87,20 +88,9 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng{argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 7};
 
   auto strat = make_strategy("cache_aware", cfg);
-  std::vector<std::shared_ptr<worker_entry>> entries;
-  std::vector<const worker_entry*> cands;
-  fleet_snapshot fleet;
-  for (std::size_t i = 0; i < workers; ++i) {
-    auto w = std::make_shared<worker_entry>();
-    w->id = "w-" + std::to_string(i);
-    w->seq = i + 1;
-    w->live = std::make_shared<worker_live>();
-    w->live->health = health_state::healthy;
-    entries.push_back(w);
-    cands.push_back(w.get());
-    fleet.workers.push_back(w);
-  }
-  strat->on_fleet(fleet, protocol::worker_type::regular);
+  bench::bench_fleet fleet{workers, *strat};
+  auto& entries = fleet.entries;
+  auto& cands = fleet.cands;
 
   std::vector<std::string> systems;
   for (int s = 0; s < 16; ++s) {

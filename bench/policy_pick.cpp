@@ -6,6 +6,7 @@
 
 #include "actors/policies/strategy.hpp"
 #include "actors/policy.hpp"
+#include "bench/bench_fleet.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -79,20 +80,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown policy %s\n", policy.c_str());
     return 2;
   }
-  std::vector<std::shared_ptr<worker_entry>> entries;
-  std::vector<const worker_entry*> cands;
-  fleet_snapshot fleet;
-  for (std::size_t i = 0; i < workers; ++i) {
-    auto w = std::make_shared<worker_entry>();
-    w->id = "w-" + std::to_string(i);
-    w->spec.url = "http://10.0.0." + std::to_string(i) + ":8000";
-    w->live = std::make_shared<worker_live>();
-    w->live->health = health_state::healthy;
-    entries.push_back(w);
-    cands.push_back(w.get());
-    fleet.workers.push_back(w);
-  }
-  strat->on_fleet(fleet, protocol::worker_type::regular);
+  bench::bench_fleet fleet{workers, *strat};
+  auto& cands = fleet.cands;
   auto prompts = make_prompts(2000, bytes);
   // Warm-up: every prompt seen once, so the measured picks run on a populated tree.
   std::size_t sink = 0;
