@@ -41,7 +41,8 @@ struct worker_entry : std::enable_shared_from_this<worker_entry> {
   /// link without TLS, and this node was not given the key itself): served without one.
   bool key_missing = false;
   /// Registration order on this node (kept by a new model card): candidate groups list
-  /// workers in this order, however late each one's models were discovered.
+  /// workers in this order, however late each one's models were discovered. One per worker
+  /// on the node: a worker removed and registered again gets a new one.
   std::uint64_t seq = 0;
 
   /// True when the worker serves `model` (or any model when `model` is empty).

@@ -42,6 +42,9 @@ from loopback import free_port, knows_flag  # noqa: E402
 from proxy_cost import parse_callgrind, run_wrk_count  # noqa: E402
 
 POLICIES = ["round_robin", "random", "power_of_two", "cache_aware", "consistent_hash"]
+# Counted on request (--policies): the policies that compare a sample of their candidates, and
+# manual, whose sticky keys are the requests' x-session-id.
+MORE_POLICIES = ["least_load", "prefix_hash", "manual", "bucket"]
 
 
 def data_misses(path):
@@ -130,7 +133,7 @@ def measure(binary, policy, urls, args, script):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, nargs="+", default=[4, 4000])
-    ap.add_argument("--policies", nargs="+", default=POLICIES, choices=POLICIES)
+    ap.add_argument("--policies", nargs="+", default=POLICIES, choices=POLICIES + MORE_POLICIES)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3)

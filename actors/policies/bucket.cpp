@@ -39,7 +39,7 @@ public:
 
   std::size_t pick(const std::vector<const worker_entry*>& cands, const selection& sel) override {
     const auto now = now_();
-    eligible_sample(cands, sel, rng_, sample_);
+    eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
     if (sample_.empty()) {
       return npos;
     }
@@ -57,8 +57,8 @@ public:
       k = range_pick(b, cands, sel, length);
       ++by_range_;
     }
-    b.window.push_back({now, length, cands[k]->id});
-    b.bytes[cands[k]->id] += length;
+    b.window.push_back({now, length, cands[k]->seq});
+    b.bytes[cands[k]->seq] += length;
     return k;
   }
 
@@ -124,13 +124,15 @@ private:
   struct sample {
     clock_type::time_point at;
     std::size_t length;
-    std::string worker;
+    std::uint64_t worker; ///< Its registration order (`worker_entry::seq`): one per worker.
   };
 
   struct state {
     length_ranges ranges{initial_span}; ///< One per worker serving the model.
     std::deque<sample> window;          ///< Requests of the last interval, oldest first.
-    std::unordered_map<std::string, std::size_t> bytes; ///< Prompt bytes per worker, in it.
+    /// Prompt bytes per worker (by registration order) in the window; none kept at 0, so a
+    /// worker that left is forgotten once its requests leave the window.
+    std::unordered_map<std::uint64_t, std::size_t> bytes;
     std::size_t share = 0; ///< Bytes per worker when the ranges were last fitted.
     clock_type::time_point last_adjust;
     bool stale = true; ///< The ranges may not follow the fleet: compare with the candidates.
@@ -188,6 +190,9 @@ private:
       auto& s = b.window.front();
       if (auto it = b.bytes.find(s.worker); it != b.bytes.end()) {
         it->second -= std::min(it->second, s.length);
+        if (it->second == 0) {
+          b.bytes.erase(it);
+        }
       }
       b.window.pop_front();
     }
@@ -229,25 +234,29 @@ private:
   }
 
   /// smg's imbalance test on the prompt bytes the eligible candidates (a sample of a large
-  /// group) took in the window: the one that took fewest, or npos when they are balanced.
+  /// group) took in the window: the one that took fewest (the first of equals: in list order
+  /// for a small group, a random one of a large group's draws), or npos when they are balanced.
+  /// One lookup per candidate looked at.
   std::size_t imbalanced_pick(const state& b, const std::vector<const worker_entry*>& cands) const {
     if (sample_.size() < 2) {
       return npos;
     }
-    auto bytes = [&](std::size_t i) {
-      auto it = b.bytes.find(cands[i]->id);
-      return it == b.bytes.end() ? std::size_t{0} : it->second;
-    };
-    std::size_t lo = sample_[0];
-    std::size_t hi = sample_[0];
+    std::size_t lo = npos;
+    std::size_t lo_bytes = 0;
+    std::size_t hi_bytes = 0;
     for (auto i : sample_) {
-      lo = bytes(i) < bytes(lo) ? i : lo;
-      hi = bytes(i) > bytes(hi) ? i : hi;
+      auto it = b.bytes.find(cands[i]->seq);
+      const auto taken = it == b.bytes.end() ? std::size_t{0} : it->second;
+      if (lo == npos || taken < lo_bytes) {
+        lo = i;
+        lo_bytes = taken;
+      }
+      hi_bytes = std::max(hi_bytes, taken);
     }
-    const auto diff = bytes(hi) - bytes(lo);
-    const bool imbalanced = diff > cfg_.balance_abs_threshold &&
-                            static_cast<double>(bytes(hi)) >
-                                cfg_.balance_rel_threshold * static_cast<double>(bytes(lo));
+    const auto diff = hi_bytes - lo_bytes;
+    const bool imbalanced =
+        diff > cfg_.balance_abs_threshold &&
+        static_cast<double>(hi_bytes) > cfg_.balance_rel_threshold * static_cast<double>(lo_bytes);
     return imbalanced ? lo : npos;
   }
 

@@ -14,7 +14,8 @@ namespace {
 /// worker. With `--least-load-max-waiting-requests` N, workers with N requests in flight are
 /// skipped; when every candidate is there, the request gets 503 rather than a deeper queue.
 /// A group of more than `sample_size` workers is looked at through a random sample of that
-/// many (the least loaded of 32 random workers, not of all 4,000: a pick stays O(1)).
+/// many (the least loaded of 32 random workers, not of all 4,000: a pick stays O(1)); the
+/// first least loaded of the draws is already uniform among the least loaded drawn.
 class least_load final : public strategy {
 public:
   explicit least_load(const policy_config& cfg) : cfg_(cfg) {}
@@ -25,19 +26,20 @@ public:
     capped_now_ = false;
     // Among every eligible candidate of a small group; a sample of a large one (a pick costs
     // the same with 4 workers or 4,000), all of it only when the whole sample is at the cap.
-    eligible_sample(cands, sel, rng_, sample_);
+    const bool sampled = cands.size() > sample_size;
+    eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
     if (sample_.empty()) {
       return npos;
     }
-    auto k = least(cands, sample_);
-    if (k == npos && cands.size() > sample_size) {
+    auto k = least(cands, sample_, !sampled);
+    if (k == npos && sampled) {
       all_.clear();
       for (std::size_t i = 0; i < cands.size(); ++i) {
         if (eligible(*cands[i], sel)) {
           all_.push_back(i);
         }
       }
-      k = least(cands, all_);
+      k = least(cands, all_, true);
     }
     if (k == npos) {
       ++capped_;
@@ -65,9 +67,10 @@ public:
 
 private:
   /// The least loaded of `among` (indices into `cands`) under the cap, uniformly at random
-  /// among ties; npos when all are at the cap.
+  /// among ties: by a draw per tie when `among` is a list (`break_ties`), as drawn when it is
+  /// random draws (the first of them); npos when all are at the cap.
   std::size_t least(const std::vector<const worker_entry*>& cands,
-                    const std::vector<std::size_t>& among) {
+                    const std::vector<std::size_t>& among, bool break_ties) {
     const auto cap = cfg_.least_load_max_waiting_requests;
     std::size_t best = npos;
     int best_load = 0;
@@ -81,8 +84,7 @@ private:
         best = i;
         best_load = load;
         tied = 1;
-      } else if (load == best_load &&
-                 std::uniform_int_distribution<std::uint64_t>{0, tied++}(rng_) == 0) {
+      } else if (break_ties && load == best_load && draw_index(rng_, ++tied) == 0) {
         best = i; // each of k tied candidates is kept with probability 1/k
       }
     }

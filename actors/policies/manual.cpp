@@ -188,11 +188,13 @@ private:
   }
 
   /// The eligible candidate with the smallest `value`, uniformly at random among ties (of
-  /// the sample of a large group); npos when none is eligible.
+  /// the sample of a large group: the first of its draws, already random); npos when none is
+  /// eligible.
   template <class Value>
   std::size_t min_by(const std::vector<const worker_entry*>& cands, const selection& sel,
                      Value value) {
-    eligible_sample(cands, sel, rng_, sample_);
+    const bool break_ties = cands.size() <= sample_size;
+    eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
     if (sample_.empty()) {
       return npos;
     }
@@ -206,8 +208,7 @@ private:
         best = i;
         best_value = v;
         tied = 1;
-      } else if (v == best_value &&
-                 std::uniform_int_distribution<std::uint64_t>{0, tied++}(rng_) == 0) {
+      } else if (break_ties && v == best_value && draw_index(rng_, ++tied) == 0) {
         best = i;
       }
     }

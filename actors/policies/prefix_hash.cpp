@@ -44,8 +44,9 @@ public:
       }
     }
     // The loads looked at: every eligible candidate of a small group, a sample of a large one
-    // (its mean stands for the group's; a pick costs the same with 4 workers or 4,000).
-    eligible_sample(cands, sel, rng_, sample_);
+    // (its mean stands for the group's; a pick costs the same with 4 workers or 4,000), left
+    // as drawn: the walk's first least loaded is then a random one of the least loaded drawn.
+    eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
     if (sample_.empty()) {
       return npos;
     }
@@ -107,8 +108,9 @@ private:
                     mean + static_cast<double>(cfg_.prefix_hash_balance_abs_threshold));
   }
 
-  /// The least loaded candidate of the sample (the first of equals), of those not overloaded
-  /// when `bounded`; npos when there is none.
+  /// The least loaded candidate of the sample (the first of equals: in list order for a small
+  /// group, a random one of a large group's draws), of those not overloaded when `bounded`;
+  /// npos when there is none.
   std::size_t least_loaded(const std::vector<const worker_entry*>& cands, bool bounded) const {
     std::size_t best = npos;
     for (auto i : sample_) {

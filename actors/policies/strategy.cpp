@@ -23,10 +23,9 @@ std::size_t random_eligible(const std::vector<const worker_entry*>& c, const sel
   if (n == 0 || (n == 1 && skip == 0)) {
     return strategy::npos;
   }
-  std::uniform_int_distribution<std::size_t> dist{0, n - 1};
   // Draws: with a share e of the candidates eligible, 8 draws all miss with (1 - e)^8.
   for (int i = 0; i < 8; ++i) {
-    auto k = dist(rng);
+    auto k = draw_index(rng, n);
     if (k != skip && eligible(*c[k], sel)) {
       return k;
     }
@@ -39,7 +38,7 @@ std::size_t random_eligible(const std::vector<const worker_entry*>& c, const sel
   if (count == 0) {
     return strategy::npos;
   }
-  auto target = std::uniform_int_distribution<std::size_t>{0, count - 1}(rng);
+  auto target = draw_index(rng, count);
   for (std::size_t i = 0; i < n; ++i) {
     if (i != skip && eligible(*c[i], sel) && target-- == 0) {
       return i;
@@ -49,7 +48,8 @@ std::size_t random_eligible(const std::vector<const worker_entry*>& c, const sel
 }
 
 void eligible_sample(const std::vector<const worker_entry*>& c, const selection& sel,
-                     std::mt19937_64& rng, std::vector<std::size_t>& out, std::size_t max) {
+                     std::mt19937_64& rng, std::vector<std::size_t>& out, std::size_t max,
+                     sample_order order) {
   out.clear();
   if (c.size() <= max) {
     for (std::size_t i = 0; i < c.size(); ++i) {
@@ -65,9 +65,8 @@ void eligible_sample(const std::vector<const worker_entry*>& c, const selection&
   // live state it points to), so a large fleet's `max` cold workers cost about two memory
   // latencies instead of two per candidate (perf at 4,000 workers: `eligible` was ~7% of the
   // gateway's samples for cache_aware).
-  std::uniform_int_distribution<std::size_t> dist{0, c.size() - 1};
   for (std::size_t i = 0; i < max; ++i) {
-    out.push_back(dist(rng));
+    out.push_back(draw_index(rng, c.size()));
     __builtin_prefetch(&c[out.back()]->live);
   }
   for (auto k : out) {
@@ -79,6 +78,9 @@ void eligible_sample(const std::vector<const worker_entry*>& c, const selection&
     }
   }
   out.erase(std::remove(out.begin(), out.end(), strategy::npos), out.end());
+  if (order == sample_order::drawn) {
+    return;
+  }
   // In list order, so ties go to the first candidate, as in a scan of the list.
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

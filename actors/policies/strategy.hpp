@@ -115,12 +115,28 @@ std::size_t random_eligible(const std::vector<const worker_entry*>& candidates,
 /// with 4 workers or 4,000 (the power of `sample_size` choices where smg looks at all).
 inline constexpr std::size_t sample_size = 32;
 
+/// A uniform index below `n` (n > 0) from one output of `rng`: the high bits of the 128-bit
+/// product (Lemire), whose bias is below n / 2^64, none that a fleet of any size could show.
+/// One multiplication where `std::uniform_int_distribution` costs ~30 instructions a draw.
+inline std::size_t draw_index(std::mt19937_64& rng, std::size_t n) {
+  return static_cast<std::size_t>((static_cast<unsigned __int128>(rng()) * n) >> 64);
+}
+
+/// How `eligible_sample` hands a large group's draws back.
+enum class sample_order {
+  /// Sorted and unique, as in a scan of the list: ties between them go to the first listed.
+  listed,
+  /// As drawn, repeats kept: the first best of them is a uniform choice among the best drawn
+  /// (the draws are), so a strategy needs no draw of its own to break ties, nor a sort.
+  drawn,
+};
+
 /// Fills `out` with indices of eligible candidates: every one of a list of at most `max`, in
-/// list order; else `max` random draws (`random_eligible`: repeats possible, sorted, unique).
+/// list order; else `max` random draws (`random_eligible`), in the `order` asked for.
 /// Empty when none is eligible.
 void eligible_sample(const std::vector<const worker_entry*>& candidates, const selection& sel,
                      std::mt19937_64& rng, std::vector<std::size_t>& out,
-                     std::size_t max = sample_size);
+                     std::size_t max = sample_size, sample_order order = sample_order::listed);
 
 /// Each worker in turn.
 std::unique_ptr<strategy> make_round_robin();

@@ -25,6 +25,7 @@ public:
   actors::worker_entry& add(const std::string& id) {
     auto w = std::make_shared<actors::worker_entry>();
     w->id = id;
+    w->seq = ++next_seq_; // registration order, one per worker (as the registry numbers them)
     w->spec.url = "http://" + id + ":8000";
     w->live = std::make_shared<actors::worker_live>();
     w->live->health = actors::health_state::healthy;
@@ -127,6 +128,7 @@ private:
   std::uint64_t version_ = 0;
   std::vector<actors::fleet_change::gone> last_; ///< The last published snapshot's entries.
   std::vector<std::shared_ptr<actors::worker_entry>> gone_; ///< Removed since.
+  std::uint64_t next_seq_ = 0;
 };
 
 } // namespace troupe::test

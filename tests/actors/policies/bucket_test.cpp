@@ -65,6 +65,24 @@ TEST_CASE("bucket: an imbalanced window sends the request to the worker that too
   CHECK(f.pick_prompt(std::string(10, 'x')) == "w0");
 }
 
+TEST_CASE("bucket: in a group larger than its sample, the imbalance test finds workers that "
+          "took nothing") {
+  policy_config cfg; // smg's thresholds: 64 bytes and 1.5x
+  policy_fixture f{"bucket", cfg, 100};
+  // Each pick looks at 32 random workers' bytes in the window. By range alone 100 prompts of
+  // 500 bytes would all go to w12 (the range holding 500); once the sample holds a worker
+  // that took some, the one that took nothing takes the prompt. Expected: ~6 picks by range
+  // (the first ones, before a sample meets w12), ~90 workers in all.
+  std::map<std::string, int> count;
+  for (int i = 0; i < 100; ++i) {
+    ++count[f.pick_prompt(std::string(500, 'x'))];
+  }
+  CHECK(count.size() >= 75);
+  CHECK(f.state()["picks"]["imbalanced"] >= 75);
+  f.advance(6s); // the window is empty again: balanced, the ranges decide
+  CHECK(f.pick_prompt(std::string(10, 'x')) == "w0");
+}
+
 TEST_CASE("bucket: a range whose worker is down passes to the nearest range") {
   policy_fixture f{"bucket", ranges_only(), 4};
   f.fleet.at("w1").live->health = health_state::unhealthy;

@@ -39,3 +39,24 @@ TEST_CASE("least load: workers at --least-load-max-waiting-requests are skipped;
   CHECK(f.pick(selection{}) == "error:no_worker_available");
   CHECK(f.state()["refused_at_cap"] == 1);
 }
+
+TEST_CASE("least load: a group larger than its sample never goes to a busy worker while "
+          "idle ones are drawn, and spreads over every idle one") {
+  // 200 workers, half busy: a pick looks at 32 random draws (all busy with p = 2^-32) and takes
+  // the first idle one of them, which is uniform over the idle workers without a tie draw.
+  policy_fixture f{"least_load", {}, 200};
+  for (int i = 0; i < 200; i += 2) {
+    f.fleet.at("w" + std::to_string(i)).live->in_flight = 1;
+  }
+  std::map<std::string, int> count;
+  for (int i = 0; i < 4000; ++i) {
+    ++count[f.pick(selection{})];
+  }
+  CHECK(count.size() == 100); // every idle worker, ~40 picks each
+  for (auto& [id, n] : count) {
+    INFO(id);
+    CHECK(std::stoi(id.substr(1)) % 2 == 1);
+    CHECK(n >= 10);
+    CHECK(n <= 100);
+  }
+}
