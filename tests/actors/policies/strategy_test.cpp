@@ -1,8 +1,11 @@
 #include "actors/policies/strategy.hpp"
 #include "actors/policy.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+#include <random>
+#include <vector>
 
 using namespace troupe::actors;
 
@@ -90,4 +93,54 @@ TEST_CASE("unknown strategy names are refused; every listed name exists") {
     REQUIRE(s);
     CHECK(s->name() == name);
   }
+}
+
+TEST_CASE("draw_index is uniform below n, for a small n and one that is not a power of two") {
+  std::mt19937_64 rng{7};
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{10}, std::size_t{4000}}) {
+    INFO("n " << n);
+    std::vector<int> counts(n, 0);
+    const int per_bin = 200;
+    for (std::size_t i = 0; i < n * per_bin; ++i) {
+      auto k = draw_index(rng, n);
+      REQUIRE(k < n);
+      ++counts[k];
+    }
+    // Each bin ~ Binomial(n x 200, 1/n): within 200 +- 7 sigma (sigma ~ 14).
+    for (auto c : counts) {
+      CHECK(c > per_bin - 100);
+      CHECK(c < per_bin + 100);
+    }
+  }
+}
+
+TEST_CASE("eligible_sample: a large group's draws as drawn or listed, only eligible ones") {
+  fleet_fixture f{100};
+  for (int i = 0; i < 100; i += 2) {
+    f.entries[static_cast<std::size_t>(i)]->live->health = health_state::unhealthy;
+  }
+  selection sel;
+  sel.exclude = {"w1"}; // tried already
+  std::mt19937_64 rng{11};
+  std::vector<std::size_t> out;
+  eligible_sample(f.view, sel, rng, out, 32, sample_order::drawn);
+  CHECK(out.size() == 32); // every draw kept (an ineligible one redrawn), repeats and all
+  for (auto k : out) {
+    CHECK(k % 2 == 1);
+    CHECK(k != 1);
+  }
+  eligible_sample(f.view, sel, rng, out, 32, sample_order::listed);
+  CHECK(std::is_sorted(out.begin(), out.end()));
+  CHECK(std::adjacent_find(out.begin(), out.end()) == out.end());
+  CHECK(!out.empty());
+  CHECK(out.size() <= 32);
+  for (auto k : out) {
+    CHECK(k % 2 == 1);
+    CHECK(k != 1);
+  }
+  // A group of at most `max`: every eligible one, in list order, whatever the order asked.
+  fleet_fixture small{6};
+  small.entries[2]->live->health = health_state::unhealthy;
+  eligible_sample(small.view, selection{}, rng, out, 32, sample_order::drawn);
+  CHECK(out == std::vector<std::size_t>{0, 1, 3, 4, 5});
 }
