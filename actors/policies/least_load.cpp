@@ -26,8 +26,8 @@ public:
     capped_now_ = false;
     // Among every eligible candidate of a small group; a sample of a large one (a pick costs
     // the same with 4 workers or 4,000), all of it only when the whole sample is at the cap.
-    const bool sampled = cands.size() > sample_size;
-    eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
+    const bool sampled =
+        eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
     if (sample_.empty()) {
       return npos;
     }

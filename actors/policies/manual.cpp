@@ -193,8 +193,8 @@ private:
   template <class Value>
   std::size_t min_by(const std::vector<const worker_entry*>& cands, const selection& sel,
                      Value value) {
-    const bool break_ties = cands.size() <= sample_size;
-    eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
+    const bool break_ties =
+        !eligible_sample(cands, sel, rng_, sample_, sample_size, sample_order::drawn);
     if (sample_.empty()) {
       return npos;
     }

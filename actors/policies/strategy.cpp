@@ -47,7 +47,7 @@ std::size_t random_eligible(const std::vector<const worker_entry*>& c, const sel
   return strategy::npos;
 }
 
-void eligible_sample(const std::vector<const worker_entry*>& c, const selection& sel,
+bool eligible_sample(const std::vector<const worker_entry*>& c, const selection& sel,
                      std::mt19937_64& rng, std::vector<std::size_t>& out, std::size_t max,
                      sample_order order) {
   out.clear();
@@ -57,7 +57,7 @@ void eligible_sample(const std::vector<const worker_entry*>& c, const selection&
         out.push_back(i);
       }
     }
-    return;
+    return false;
   }
   // Each slot is a uniform draw, kept when eligible, else a uniform eligible candidate
   // (`random_eligible`): the same distribution as drawing until eligible. The draws come first
@@ -79,11 +79,12 @@ void eligible_sample(const std::vector<const worker_entry*>& c, const selection&
   }
   out.erase(std::remove(out.begin(), out.end(), strategy::npos), out.end());
   if (order == sample_order::drawn) {
-    return;
+    return true;
   }
   // In list order, so ties go to the first candidate, as in a scan of the list.
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return true;
 }
 
 std::unique_ptr<strategy> make_strategy(std::string_view name, const policy_config& cfg,

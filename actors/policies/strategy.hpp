@@ -133,8 +133,8 @@ enum class sample_order {
 
 /// Fills `out` with indices of eligible candidates: every one of a list of at most `max`, in
 /// list order; else `max` random draws (`random_eligible`), in the `order` asked for.
-/// Empty when none is eligible.
-void eligible_sample(const std::vector<const worker_entry*>& candidates, const selection& sel,
+/// Empty when none is eligible. True when `out` holds draws (the group was larger than `max`).
+bool eligible_sample(const std::vector<const worker_entry*>& candidates, const selection& sel,
                      std::mt19937_64& rng, std::vector<std::size_t>& out,
                      std::size_t max = sample_size, sample_order order = sample_order::listed);
 
