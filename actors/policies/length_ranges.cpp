@@ -62,19 +62,39 @@ void length_ranges::reset(const std::vector<owner>& owners) {
 }
 
 void length_ranges::refit(const std::vector<std::size_t>& uppers) {
-  std::vector<owner> owners;
-  owners.reserve(by_upper_.size());
-  for (auto& [_, s] : by_upper_) {
-    owners.push_back(std::move(s.who));
+  // The same nodes under their new keys, in place: both key sequences increase and the owners
+  // keep their order, so each node goes back at the end (a hinted insert, O(1)) and the width
+  // set reuses its nodes. No allocation, O(W) but for the width set's ordering.
+  const auto n = by_upper_.size();
+  std::vector<map::node_type> nodes;
+  nodes.reserve(n);
+  while (!by_upper_.empty()) {
+    nodes.push_back(by_upper_.extract(by_upper_.begin()));
   }
-  by_upper_.clear();
-  upper_of_.clear();
-  by_width_.clear();
-  for (std::size_t i = 0; i < owners.size(); ++i) {
-    insert(i + 1 == owners.size() ? unbounded : uppers.at(i), std::move(owners[i]));
+  std::vector<decltype(by_width_)::node_type> widths;
+  widths.reserve(by_width_.size());
+  while (!by_width_.empty()) {
+    widths.push_back(by_width_.extract(by_width_.begin()));
   }
-  for (auto it = by_upper_.begin(); it != by_upper_.end(); ++it) {
-    track(it);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& node = nodes[i];
+    node.key() = i + 1 == n ? unbounded : uppers.at(i);
+    node.mapped().tracked = false;
+    upper_of_.find(node.mapped().who.id)->second = node.key();
+    by_upper_.insert(by_upper_.end(), std::move(node));
+  }
+  for (auto it = by_upper_.begin(); it != by_upper_.end() && it->first != unbounded; ++it) {
+    auto& s = it->second;
+    s.width = it->first - from(it) + 1;
+    s.tracked = true;
+    if (widths.empty()) {
+      by_width_.insert({s.width, it->first});
+    } else {
+      auto node = std::move(widths.back());
+      widths.pop_back();
+      node.value() = {s.width, it->first};
+      by_width_.insert(std::move(node));
+    }
   }
 }
 

@@ -143,3 +143,62 @@ TEST_CASE("length ranges: under random churn they cover the space, and staying w
     }
   }
 }
+
+TEST_CASE("length ranges: a refit cuts at the given bounds, the owners in their order, and the "
+          "next changes follow the new widths") {
+  length_ranges r{4096};
+  r.reset({{"a", 1}, {"b", 2}, {"c", 3}, {"d", 4}});
+  r.refit({99, 199, 5000});
+  auto list = r.list();
+  REQUIRE(list.size() == 4);
+  CHECK(list[0].who->id == "a");
+  CHECK(list[0].to == 99);
+  CHECK(list[1].from == 100);
+  CHECK(list[1].to == 199);
+  CHECK(list[2].who->id == "c");
+  CHECK(list[2].to == 5000);
+  CHECK(list[3].who->id == "d");
+  CHECK(list[3].who->seq == 4);
+  CHECK(list[3].from == 5001);
+  CHECK(list[3].to == length_ranges::unbounded);
+  check_cover(r, {"a", "b", "c", "d"});
+
+  // The widest range is c's now (200..5000; the open one counts as 1,667): a newcomer takes
+  // its upper half.
+  r.add({"e", 5});
+  list = r.list();
+  REQUIRE(list.size() == 5);
+  CHECK(list[2].who->id == "c");
+  CHECK(list[2].to == 2599);
+  CHECK(list[3].who->id == "e");
+  CHECK(list[3].from == 2600);
+  CHECK(list[3].to == 5000);
+
+  // Each owner is found under its new bound: b's 100..199 goes half to a, half to c.
+  REQUIRE(r.remove("b"));
+  CHECK_FALSE(r.contains("b"));
+  list = r.list();
+  REQUIRE(list.size() == 4);
+  CHECK(list[0].to == 149);
+  CHECK(list[1].who->id == "c");
+  CHECK(list[1].from == 150);
+  REQUIRE(r.remove("d"));
+  CHECK(r.list().back().who->id == "e");
+  CHECK(r.list().back().to == length_ranges::unbounded);
+  check_cover(r, {"a", "c", "e"});
+
+  // Refit again, with fewer owners than before: the same nodes, no stale width left.
+  r.refit({3000, 3010});
+  list = r.list();
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].to == 3000);
+  CHECK(list[1].to == 3010);
+  // Widest: a's 3,001 (c's is 10, the open one counts as 1,505): f takes 1500..3000.
+  r.add({"f", 6});
+  list = r.list();
+  CHECK(list[0].who->id == "a");
+  CHECK(list[0].to == 1499);
+  CHECK(list[1].who->id == "f");
+  CHECK(list[1].to == 3000);
+  check_cover(r, {"a", "c", "e", "f"});
+}
