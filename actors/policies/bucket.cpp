@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
-#include <random>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -279,7 +278,7 @@ private:
   policy_config cfg_;
   clock_fn now_;
   std::vector<std::size_t> sample_; ///< Scratch: eligible candidates looked at.
-  std::mt19937_64 rng_{std::random_device{}()};
+  pick_rng rng_ = pick_rng::seeded();
   std::unordered_map<std::string, state> states_; ///< By model.
   std::string joined_;
   std::uint64_t by_range_ = 0;

@@ -11,7 +11,6 @@
 #include <deque>
 #include <functional>
 #include <optional>
-#include <random>
 #include <string>
 
 namespace troupe::actors {
@@ -584,7 +583,7 @@ private:
   std::vector<radix_tree::tenant> holders_; ///< Scratch: tenants holding the longest match.
   std::vector<std::size_t> holder_index_;   ///< Scratch: their candidate indices.
   std::vector<std::size_t> sample_;         ///< Scratch: the candidates looked at.
-  std::mt19937_64 rng_{std::random_device{}()};
+  pick_rng rng_ = pick_rng::seeded();
   std::string joined_;                             ///< Scratch: a two-part prompt, joined.
   bool scored_;                                    ///< `score` mode, else smg's.
   double mean_prompt_ = 0;                         ///< Running mean of the prompt bytes picked for.

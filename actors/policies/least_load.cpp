@@ -1,6 +1,5 @@
 #include "actors/policies/strategy.hpp"
 
-#include <random>
 #include <vector>
 
 namespace troupe::actors {
@@ -95,7 +94,7 @@ private:
   std::vector<std::size_t> sample_; ///< Scratch: the candidates looked at.
   std::vector<std::size_t> all_;    ///< Scratch: every eligible candidate.
   bool capped_now_ = false;         ///< The last pick refused: all at the cap.
-  std::mt19937_64 rng_{std::random_device{}()};
+  pick_rng rng_ = pick_rng::seeded();
   std::uint64_t capped_ = 0;
 };
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <list>
-#include <random>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -222,7 +221,7 @@ private:
   std::unordered_map<std::string, std::size_t> group_; ///< Keys each worker serves now.
   fleet_cursor cursor_;                                ///< The snapshot `group_` follows.
   std::vector<std::size_t> sample_;                    ///< Scratch: the candidates compared.
-  std::mt19937_64 rng_{std::random_device{}()};
+  pick_rng rng_ = pick_rng::seeded();
   std::uint64_t hits_ = 0;
   std::uint64_t reassigned_ = 0;
   std::uint64_t new_keys_ = 0;

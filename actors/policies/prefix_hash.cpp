@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <random>
 #include <vector>
 
 namespace troupe::actors {
@@ -130,7 +129,7 @@ private:
   std::vector<std::string_view> levels_; ///< Scratch: the keys to look up, deepest first.
   std::string joined_;                   ///< Scratch: a two-part prompt, joined.
   std::vector<std::size_t> sample_;      ///< Scratch: the candidates whose loads are looked at.
-  std::mt19937_64 rng_{std::random_device{}()};
+  pick_rng rng_ = pick_rng::seeded();
   double threshold_ = 0;
   std::uint64_t ring_hits_ = 0;
   std::uint64_t walks_ = 0;

@@ -1,7 +1,5 @@
 #include "actors/policies/strategy.hpp"
 
-#include <random>
-
 namespace troupe::actors {
 
 namespace {

@@ -6,8 +6,8 @@
 
 namespace troupe::actors {
 
-std::mt19937_64& thread_rng() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
+pick_rng& thread_rng() {
+  thread_local pick_rng rng = pick_rng::seeded();
   return rng;
 }
 
@@ -18,7 +18,7 @@ bool eligible(const worker_entry& w, const selection& sel) {
 }
 
 std::size_t random_eligible(const std::vector<const worker_entry*>& c, const selection& sel,
-                            std::mt19937_64& rng, std::size_t skip) {
+                            pick_rng& rng, std::size_t skip) {
   const auto n = c.size();
   if (n == 0 || (n == 1 && skip == 0)) {
     return strategy::npos;
@@ -47,9 +47,8 @@ std::size_t random_eligible(const std::vector<const worker_entry*>& c, const sel
   return strategy::npos;
 }
 
-bool eligible_sample(const std::vector<const worker_entry*>& c, const selection& sel,
-                     std::mt19937_64& rng, std::vector<std::size_t>& out, std::size_t max,
-                     sample_order order) {
+bool eligible_sample(const std::vector<const worker_entry*>& c, const selection& sel, pick_rng& rng,
+                     std::vector<std::size_t>& out, std::size_t max, sample_order order) {
   out.clear();
   if (c.size() <= max) {
     for (std::size_t i = 0; i < c.size(); ++i) {

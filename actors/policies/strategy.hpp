@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/fleet.hpp"
+#include "actors/policies/pick_rng.hpp"
 #include "actors/policies/policy_config.hpp"
 #include "actors/policies/selection.hpp"
 #include "actors/policies/shared_prefix_view.hpp"
@@ -9,7 +10,6 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -100,7 +100,7 @@ public:
 };
 
 /// A random engine of the calling thread's own (for strategies that pick on any thread).
-std::mt19937_64& thread_rng();
+pick_rng& thread_rng();
 
 /// True when `w` may take the request `sel` now: routable, and not tried by it already.
 bool eligible(const worker_entry& w, const selection& sel);
@@ -108,8 +108,7 @@ bool eligible(const worker_entry& w, const selection& sel);
 /// A uniformly random eligible candidate other than `skip`: a few random draws, then (when
 /// they all missed: most candidates unroutable) one pass over the list; npos when none.
 std::size_t random_eligible(const std::vector<const worker_entry*>& candidates,
-                            const selection& sel, std::mt19937_64& rng,
-                            std::size_t skip = strategy::npos);
+                            const selection& sel, pick_rng& rng, std::size_t skip = strategy::npos);
 
 /// Candidates a strategy that compares them looks at per pick, at most: a pick costs the same
 /// with 4 workers or 4,000 (the power of `sample_size` choices where smg looks at all).
@@ -118,7 +117,7 @@ inline constexpr std::size_t sample_size = 32;
 /// A uniform index below `n` (n > 0) from one output of `rng`: the high bits of the 128-bit
 /// product (Lemire), whose bias is below n / 2^64, none that a fleet of any size could show.
 /// One multiplication where `std::uniform_int_distribution` costs ~30 instructions a draw.
-inline std::size_t draw_index(std::mt19937_64& rng, std::size_t n) {
+inline std::size_t draw_index(pick_rng& rng, std::size_t n) {
   return static_cast<std::size_t>((static_cast<unsigned __int128>(rng()) * n) >> 64);
 }
 
@@ -135,8 +134,8 @@ enum class sample_order {
 /// list order; else `max` random draws (`random_eligible`), in the `order` asked for.
 /// Empty when none is eligible. True when `out` holds draws (the group was larger than `max`).
 bool eligible_sample(const std::vector<const worker_entry*>& candidates, const selection& sel,
-                     std::mt19937_64& rng, std::vector<std::size_t>& out,
-                     std::size_t max = sample_size, sample_order order = sample_order::listed);
+                     pick_rng& rng, std::vector<std::size_t>& out, std::size_t max = sample_size,
+                     sample_order order = sample_order::listed);
 
 /// Each worker in turn.
 std::unique_ptr<strategy> make_round_robin();
