@@ -32,7 +32,11 @@ def routable(gw, wid):
 
 class Churner(threading.Thread):
     """Removes and adds back the gateway's workers, one after the other, `rate` operations a
-    second: every removal hits a worker that is taking requests."""
+    second: every removal hits a worker that is taking requests. A worker added back is
+    routable only once its first health check passed (~1 ms here); the next removal waits for
+    that, so at least three workers are routable at all times, whatever the machine's load
+    (a CI run once saw the checks of re-added workers lag behind the churn until none was
+    routable, and 503 "no healthy worker" answers, which are right, failed the test)."""
 
     def __init__(self, gw, sims, ids, rate):
         super().__init__(daemon=True)
@@ -52,7 +56,9 @@ class Churner(threading.Thread):
                     self.errors.append(f"DELETE: {r.status}")
                 self.removals += 1
                 self.done.wait(0.5 / self.rate)
-                self.ids[sim.url] = register(self.gw, sim)
+                self.ids[sim.url] = wid = register(self.gw, sim)
+                wait_until(lambda: routable(self.gw, wid), 5, interval=0.002,
+                           what=f"re-added worker {wid} routable")
             except (OSError, AssertionError) as e:
                 self.errors.append(repr(e))
             self.done.wait(0.5 / self.rate)
