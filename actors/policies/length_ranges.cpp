@@ -24,14 +24,21 @@ void length_ranges::untrack(map::iterator it) {
   }
 }
 
-void length_ranges::track(map::iterator it) {
+void length_ranges::track(map::iterator it, std::vector<width_set::node_type>* spare) {
   untrack(it);
   if (it->first == unbounded) {
     return;
   }
   it->second.width = it->first - from(it) + 1;
   it->second.tracked = true;
-  by_width_.insert({it->second.width, it->first});
+  if (spare == nullptr || spare->empty()) {
+    by_width_.insert({it->second.width, it->first});
+    return;
+  }
+  auto node = std::move(spare->back());
+  spare->pop_back();
+  node.value() = {it->second.width, it->first};
+  by_width_.insert(std::move(node));
 }
 
 length_ranges::map::iterator length_ranges::move_upper(map::iterator it, std::size_t upper) {
@@ -71,7 +78,7 @@ void length_ranges::refit(const std::vector<std::size_t>& uppers) {
   while (!by_upper_.empty()) {
     nodes.push_back(by_upper_.extract(by_upper_.begin()));
   }
-  std::vector<decltype(by_width_)::node_type> widths;
+  std::vector<width_set::node_type> widths;
   widths.reserve(by_width_.size());
   while (!by_width_.empty()) {
     widths.push_back(by_width_.extract(by_width_.begin()));
@@ -81,20 +88,7 @@ void length_ranges::refit(const std::vector<std::size_t>& uppers) {
     node.key() = i + 1 == n ? unbounded : uppers.at(i);
     node.mapped().tracked = false;
     upper_of_.find(node.mapped().who.id)->second = node.key();
-    by_upper_.insert(by_upper_.end(), std::move(node));
-  }
-  for (auto it = by_upper_.begin(); it != by_upper_.end() && it->first != unbounded; ++it) {
-    auto& s = it->second;
-    s.width = it->first - from(it) + 1;
-    s.tracked = true;
-    if (widths.empty()) {
-      by_width_.insert({s.width, it->first});
-    } else {
-      auto node = std::move(widths.back());
-      widths.pop_back();
-      node.value() = {s.width, it->first};
-      by_width_.insert(std::move(node));
-    }
+    track(by_upper_.insert(by_upper_.end(), std::move(node)), &widths);
   }
 }
 

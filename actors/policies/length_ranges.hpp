@@ -92,7 +92,8 @@ private:
     std::size_t width = 0; ///< As entered in `by_width_` (when `tracked`).
     bool tracked = false;
   };
-  using map = std::map<std::size_t, slot>; ///< By the range's upper bound.
+  using map = std::map<std::size_t, slot>;                         ///< By the range's upper bound.
+  using width_set = std::set<std::pair<std::size_t, std::size_t>>; ///< (width, upper).
 
   /// The first length of the range ending at `it`.
   std::size_t from(map::const_iterator it) const;
@@ -103,14 +104,15 @@ private:
   map::iterator move_upper(map::iterator it, std::size_t upper);
   /// Adds the range of `w` ending at `upper`.
   map::iterator insert(std::size_t upper, owner w);
-  /// Takes the range at `it` out of / into `by_width_` (finite ranges only).
+  /// Takes the range at `it` out of / into `by_width_` (finite ranges only); `track` takes
+  /// the set's node from `spare` when it has one (a refit reuses the set's nodes).
   void untrack(map::iterator it);
-  void track(map::iterator it);
+  void track(map::iterator it, std::vector<width_set::node_type>* spare = nullptr);
 
   std::size_t span_;
   map by_upper_;
-  std::unordered_map<std::string, std::size_t> upper_of_;  ///< Owner id -> upper bound.
-  std::set<std::pair<std::size_t, std::size_t>> by_width_; ///< Finite ranges: (width, upper).
+  std::unordered_map<std::string, std::size_t> upper_of_; ///< Owner id -> upper bound.
+  width_set by_width_;                                    ///< Finite ranges.
 };
 
 } // namespace troupe::actors
