@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace troupe::actors {
@@ -60,8 +61,12 @@ struct inspector_state {
   std::deque<caf::actor_id> queue;         ///< Waiting for a free slot.
   /// Who waits for the inspection of an actor (queued or in flight): asks are merged.
   std::unordered_map<caf::actor_id, std::vector<waiter>> waiting;
+  /// Waiting for a mailbox-size read (the periodic gauge refresh), served after `queue`.
+  std::deque<caf::actor_id> gauge_queue;
+  std::unordered_set<caf::actor_id> gauge_pending; ///< Queued or in flight in `gauge_queue`.
   std::size_t outstanding = 0;
   std::uint64_t inspections = 0;
+  std::uint64_t gauge_reads = 0;
   std::uint64_t timeouts = 0;
 };
 
@@ -143,6 +148,38 @@ void pump(self_ptr self) {
             },
             [done, timeout = st.cfg.timeout](caf::error& err) { done(failed(err, timeout)); });
   }
+  while (st.outstanding < st.cfg.max_outstanding && !st.gauge_queue.empty()) {
+    auto id = st.gauge_queue.front();
+    st.gauge_queue.pop_front();
+    auto it = st.members.find(id);
+    if (it == st.members.end() || st.waiting.count(id) != 0) {
+      // Gone, or a full inspection is on its way and will set the gauge.
+      st.gauge_pending.erase(id);
+      continue;
+    }
+    ++st.outstanding;
+    auto done = [self, id] {
+      --self->state.outstanding;
+      self->state.gauge_pending.erase(id);
+      ++self->state.gauge_reads;
+      pump(self);
+    };
+    self->request(it->second.handle, st.cfg.timeout, inspect_atom_v, mailbox_atom_v)
+        .then(
+            [self, id, done](std::uint64_t size) {
+              auto& st = self->state;
+              if (auto who = st.members.find(id); who != st.members.end() && st.m) {
+                st.m->set_mailbox_size(who->second.name, size);
+              }
+              done();
+            },
+            [self, done](caf::error& err) {
+              if (err == caf::sec::request_timeout) {
+                ++self->state.timeouts;
+              }
+              done();
+            });
+  }
 }
 
 /// Inspects actor `id` and calls `w` with the outcome (merged with any ask already pending).
@@ -165,6 +202,8 @@ json own_state(self_ptr self) {
           {"outstanding", st.outstanding},
           {"queued", st.queue.size()},
           {"inspections_total", st.inspections},
+          {"gauge_reads_total", st.gauge_reads},
+          {"gauge_queued", st.gauge_queue.size()},
           {"timeouts_total", st.timeouts},
           {"timeout_ms", st.cfg.timeout.count()},
           {"max_outstanding", st.cfg.max_outstanding},
@@ -241,8 +280,11 @@ void refresh(self_ptr self) {
     st.m->set_mailbox_size("inspector", self->mailbox().size());
   }
   for (auto& [id, who] : st.members) {
-    fetch(self, id, [](const inspection&) {});
+    if (st.waiting.count(id) == 0 && st.gauge_pending.insert(id).second) {
+      st.gauge_queue.push_back(id);
+    }
   }
+  pump(self);
 }
 
 void forget(self_ptr self, caf::actor_id id) {

@@ -10,21 +10,28 @@
 #include <caf/typed_actor.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
 namespace troupe::actors {
 
 /// What every long-lived actor answers: its own state as one JSON object with at least
-/// `kind`, `name`, `id` and `mailbox_size`.
+/// `kind`, `name`, `id` and `mailbox_size`, and its mailbox size alone.
 using inspectable_actor = caf::typed_actor<
     /// The actor's state as JSON.
-    caf::replies_to<inspect_atom>::with<std::string>>;
+    caf::replies_to<inspect_atom>::with<std::string>,
+    /// The number of messages in the actor's mailbox: what the periodic gauge refresh asks,
+    /// so that it costs each actor a few hundred instructions instead of a JSON document.
+    caf::replies_to<inspect_atom, mailbox_atom>::with<std::uint64_t>>;
 
 /// Knows the long-lived actors of a node and reads their state for the admin endpoint and the
 /// mailbox gauges. Reading never blocks anyone: each actor is asked with a message, at most
 /// `max_outstanding` at a time, each with a timeout, and asks for the same actor are merged, so
 /// a stuck actor costs one timeout and one message however often the admin page refreshes.
+/// The periodic gauge refresh asks for the mailbox size only (`inspect_atom, mailbox_atom`),
+/// after any full inspection waiting, and not at all for an actor whose full inspection is
+/// pending (that one updates the gauge).
 using inspector_actor = caf::typed_actor<
     /// Registers a long-lived actor (`kind`, `name`, handle); the inspector monitors it and
     /// forgets it when it terminates.

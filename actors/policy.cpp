@@ -385,6 +385,7 @@ policy_actor::behavior_type policy(self_ptr self, std::string strategy_name,
           catch_up(self);
         }
       },
+      [self](inspect_atom, mailbox_atom) -> std::uint64_t { return self->mailbox().size(); },
       [self](inspect_atom) {
         auto& st = self->state;
         catch_up(self);

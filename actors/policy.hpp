@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 #include <caf/typed_actor.hpp>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,8 @@ using policy_actor = caf::typed_actor<
     caf::reacts_to<publish_atom, fleet_ptr>,
     /// The policy's state as JSON, for the admin endpoint.
     caf::replies_to<inspect_atom>::with<std::string>,
+    /// Its mailbox size alone (the inspector's periodic gauge refresh).
+    caf::replies_to<inspect_atom, mailbox_atom>::with<std::uint64_t>,
     /// The shared prefix view (docs/cluster.md): what this node's picks recorded since the
     /// last time, for the cluster node to send (empty, with no counts, for policies without a
     /// view). With `true`, only the blocks new to their worker (the rest waits for a tick).

@@ -590,6 +590,7 @@ registry_actor::behavior_type registry(self_ptr self, boost::asio::io_context* i
         self->quit();
       },
       [self](publish_atom) { notify(self); },
+      [self](inspect_atom, mailbox_atom) -> std::uint64_t { return self->mailbox().size(); },
       [self](inspect_atom) { return inspect_state(self).dump(); },
   };
 }

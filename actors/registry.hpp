@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,7 +68,9 @@ using registry_actor = caf::typed_actor<
     /// Tells the listeners about the current snapshot (sent to itself after writes).
     caf::reacts_to<publish_atom>,
     /// The registry's state as JSON, for the admin endpoint.
-    caf::replies_to<inspect_atom>::with<std::string>>;
+    caf::replies_to<inspect_atom>::with<std::string>,
+    /// Its mailbox size alone (the inspector's periodic gauge refresh).
+    caf::replies_to<inspect_atom, mailbox_atom>::with<std::uint64_t>>;
 
 /// Spawns the registry. Snapshots go to `view` and to `listeners`; the proxies it spawns are
 /// registered with `inspector` (when valid) and deregistered when their worker is removed.

@@ -446,6 +446,7 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, std::string id,
         st.channel->close();
         after_exchange(self);
       },
+      [self](inspect_atom, mailbox_atom) -> std::uint64_t { return self->mailbox().size(); },
       [self](inspect_atom) { return inspect_state(self).dump(); },
   };
 }

@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +43,9 @@ using worker_proxy_actor = caf::typed_actor<
     /// Finish the exchanges in flight, then stop (node shutdown).
     caf::reacts_to<stop_atom>,
     /// The proxy's state as JSON, for the admin endpoint.
-    caf::replies_to<inspect_atom>::with<std::string>>;
+    caf::replies_to<inspect_atom>::with<std::string>,
+    /// Its mailbox size alone (the inspector's periodic gauge refresh).
+    caf::replies_to<inspect_atom, mailbox_atom>::with<std::uint64_t>>;
 
 /// Health-check and circuit-breaker settings of worker proxies.
 struct worker_proxy_config {

@@ -161,6 +161,7 @@ node_actor::behavior_type node(node_self self, node_config cfg, node_deps deps,
         });
       },
       [self](stop_atom) { stop(self); },
+      [self](inspect_atom, mailbox_atom) -> std::uint64_t { return self->mailbox().size(); },
       [self](inspect_atom) { return inspect_state(self).dump(); },
   };
 }

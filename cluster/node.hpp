@@ -13,6 +13,7 @@
 #include <caf/node_id.hpp>
 #include <caf/typed_actor.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <set>
@@ -67,7 +68,9 @@ using node_actor = caf::typed_actor<
     /// Leave the cluster: say goodbye to the peers, save the state file, stop.
     caf::reacts_to<stop_atom>,
     /// The node's state as JSON, for the admin endpoint.
-    caf::replies_to<inspect_atom>::with<std::string>>;
+    caf::replies_to<inspect_atom>::with<std::string>,
+    /// Its mailbox size alone (the inspector's periodic gauge refresh).
+    caf::replies_to<inspect_atom, mailbox_atom>::with<std::uint64_t>>;
 
 /// Settings of a cluster node.
 struct node_config {

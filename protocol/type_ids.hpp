@@ -56,6 +56,7 @@ CAF_ADD_ATOM(troupe, troupe, prefix_atom, "prefix")
 CAF_ADD_ATOM(troupe, troupe, placement_atom, "place")
 CAF_ADD_ATOM(troupe, troupe, outcome_atom, "outcome")
 CAF_ADD_ATOM(troupe, troupe, idle_atom, "idle")
+CAF_ADD_ATOM(troupe, troupe, mailbox_atom, "mailbox")
 
 CAF_END_TYPE_ID_BLOCK(troupe)
 

@@ -16,11 +16,22 @@ namespace {
 
 /// The inspector on a deterministic actor system, and fake actors for it to inspect.
 struct fixture : test::actor_system_fixture {
-  /// An actor answering inspections with a fixed state, or never (`stuck`); counts the asks.
-  inspectable_actor fake(std::string name, std::shared_ptr<int> asked, bool stuck = false) {
+  /// An actor answering inspections with a fixed state, or never (`stuck`); counts the asks
+  /// for its state in `asked` and those for its mailbox size alone in `sized` (when given).
+  inspectable_actor fake(std::string name, std::shared_ptr<int> asked, bool stuck = false,
+                         std::shared_ptr<int> sized = std::make_shared<int>(0)) {
     return keep(sys.spawn([=](inspectable_actor::pointer self) -> inspectable_actor::behavior_type {
       auto held = std::make_shared<std::vector<caf::typed_response_promise<std::string>>>();
+      auto held_sizes = std::make_shared<std::vector<caf::typed_response_promise<std::uint64_t>>>();
       return {
+          [=](inspect_atom, mailbox_atom) -> caf::result<std::uint64_t> {
+            ++*sized;
+            if (stuck) {
+              held_sizes->push_back(self->make_response_promise<std::uint64_t>());
+              return held_sizes->back();
+            }
+            return std::uint64_t{5}; // unlike the state's 3: a test sees which ask set a gauge
+          },
           [=](inspect_atom) -> caf::result<std::string> {
             ++*asked;
             if (stuck) {
@@ -219,20 +230,76 @@ TEST_CASE_METHOD(fixture, "terminated and deregistered actors leave the listing 
   CHECK(text.find("actor=\"fake-b\"") == std::string::npos);
 }
 
-TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval") {
+TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval, asking the size alone") {
   auto asked = std::make_shared<int>(0);
+  auto sized = std::make_shared<int>(0);
   auto m = std::make_shared<services::metrics>();
   auto c = quick();
   c.refresh_interval = 5000ms;
   auto insp = inspector(c, m);
-  register_with(insp, "fake", "fake-a", fake("fake-a", asked));
+  register_with(insp, "fake", "fake-a", fake("fake-a", asked, false, sized));
   run();
-  CHECK(*asked == 0);
+  CHECK(*sized == 0);
   CHECK(m->scrape().find("actor=\"fake-a\"") == std::string::npos);
 
   advance(5000ms);
-  CHECK(*asked == 1);
-  CHECK(m->scrape().find("troupe_actor_mailbox_size{actor=\"fake-a\"} 3") != std::string::npos);
+  CHECK(*sized == 1);
+  CHECK(*asked == 0); // no JSON state built for a gauge
+  CHECK(m->scrape().find("troupe_actor_mailbox_size{actor=\"fake-a\"} 5") != std::string::npos);
   advance(5000ms);
-  CHECK(*asked == 2);
+  CHECK(*sized == 2);
+  CHECK(*asked == 0);
+
+  auto own = ask_later(insp, inspect_atom_v, insp->id());
+  run();
+  CHECK(json::parse(**own)["state"]["gauge_reads_total"] == 2);
+}
+
+TEST_CASE_METHOD(fixture, "a gauge refresh shares the slots and skips an actor being inspected") {
+  auto asked = std::make_shared<int>(0);
+  auto sized = std::make_shared<int>(0);
+  auto m = std::make_shared<services::metrics>();
+  auto c = quick(2);
+  c.refresh_interval = 5000ms;
+  auto insp = inspector(c, m);
+  auto stuck = fake("stuck", asked, true, sized);
+  register_with(insp, "fake", "stuck", stuck);
+  for (int i = 0; i < 3; ++i) {
+    auto name = "quick-" + std::to_string(i);
+    register_with(insp, "fake", name, fake(name, std::make_shared<int>(0), false, sized));
+  }
+  run();
+
+  // Just before the refresh, the admin asks for the stuck actor's state: its full inspection
+  // holds one of the two slots until it times out at 5,500 ms.
+  advance(4500ms);
+  auto detail = ask_later(insp, inspect_atom_v, stuck->id());
+  run();
+  CHECK(*asked == 1);
+
+  // The refresh reads the three others' sizes through the one free slot, not the stuck one's.
+  advance(500ms);
+  CHECK(*sized == 3);
+  auto text = m->scrape();
+  for (int i = 0; i < 3; ++i) {
+    auto line = "troupe_actor_mailbox_size{actor=\"quick-" + std::to_string(i) + "\"} 5";
+    CHECK(text.find(line) != std::string::npos);
+  }
+  CHECK(text.find("actor=\"stuck\"") == std::string::npos);
+  CHECK_FALSE(detail->has_value());
+
+  advance(500ms);
+  REQUIRE(detail->has_value());
+  CHECK(json::parse(**detail)["status"] == "timeout");
+
+  // The next refresh asks the stuck actor's size too; that read times out and is counted.
+  advance(4500ms);
+  CHECK(*sized == 7);
+  advance(1000ms);
+  auto own = ask_later(insp, inspect_atom_v, insp->id());
+  run();
+  auto st = json::parse(**own)["state"];
+  CHECK(st["timeouts_total"] == 2);
+  CHECK(st["gauge_reads_total"] == 7);
+  CHECK(st["outstanding"] == 0);
 }

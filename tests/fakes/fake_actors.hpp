@@ -89,6 +89,7 @@ inline actors::worker_proxy_actor spawn_fake_proxy(caf::actor_system& sys) {
             [](drain_atom) {},
             [self](stop_atom) { self->quit(); },
             [](inspect_atom) { return std::string{"{}"}; },
+            [](inspect_atom, mailbox_atom) { return std::uint64_t{0}; },
         };
       });
 }
@@ -236,6 +237,7 @@ spawn_fake_policy(caf::actor_system& sys,
         },
         [](publish_atom, actors::fleet_ptr&) {},
         [](inspect_atom) { return std::string{"{}"}; },
+        [](inspect_atom, mailbox_atom) { return std::uint64_t{0}; },
         [](prefix_atom, bool) { return actors::prefix_drain{}; },
         [](prefix_atom, const protocol::prefix_update&) {},
         [](prefix_atom, actors::prefix_sink&) {},
