@@ -12,7 +12,8 @@ Counting starts after a warm-up of at least 1.2 W requests, so every worker has 
 connection (`callgrind_control -z`), and stops after a wrk run at fixed concurrency; the counts
 are divided by the requests wrk completed. Of several such windows the least is reported (and
 the most, for what background work adds: the inspector's refresh asks all W worker proxies for
-their state every 15 s; health checks are held off during the run).
+their mailbox size every 15 s; health checks are held off during the run). --idle N then counts
+N seconds with no requests: the background work alone.
 
 With --cache-sim, callgrind also simulates the caches (`--cache-sim=yes`: the first-level data
 cache and the last-level cache of the machine it runs on) and each row adds data misses per
@@ -22,7 +23,7 @@ invisible to it.
 
 Usage: bench/fleet_cost.py [--workers 4 4000] [--policies round_robin cache_aware ...]
                            [--concurrency 16] [--duration 5] [--build build] [--top 0]
-                           [--keep DIR] [--cache-sim]
+                           [--keep DIR] [--cache-sim] [--idle SECONDS]
 Needs valgrind, wrk and nginx (scripts/install-deps.sh).
 """
 
@@ -95,7 +96,7 @@ def measure(binary, policy, urls, args, script):
         while warm < 1.2 * len(urls) or warm == 0:
             warm += run_wrk_count(url, args.concurrency, args.warmup, script)
         # Several windows, the least counted: the inspector asks every worker proxy for its
-        # state every 15 s (O(W) messages, background work like the health checks), and a
+        # mailbox size every 15 s (O(W) messages, background work like the health checks), and a
         # window it falls in counts it against the few requests valgrind lets through.
         best = None
         for _ in range(args.windows):
@@ -119,7 +120,20 @@ def measure(binary, policy, urls, args, script):
                                 os.path.join(args.keep, f"{policy}-{len(urls)}.callgrind"))
             else:
                 best = best[:6] + (max(best[6], row[6]),)
-        return best
+        idle = None
+        if args.idle:
+            # Background work alone: no request in the window, so what it counts is the
+            # inspector's refresh (every 15 s: an --idle of 16 holds one) and the timers.
+            subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
+                           capture_output=True)
+            time.sleep(args.idle)
+            subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
+                           capture_output=True)
+            dumps = sorted(
+                (os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
+                key=os.path.getmtime)
+            idle = parse_callgrind(dumps[-1], args.top)
+        return best + (idle,)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -144,6 +158,9 @@ def main():
     ap.add_argument("--keep", help="copy the callgrind outputs (POLICY-W.callgrind) here")
     ap.add_argument("--cache-sim", action="store_true",
                     help="also count data cache misses per request (callgrind --cache-sim=yes)")
+    ap.add_argument("--idle", type=int, default=0,
+                    help="then count an idle window of this many seconds (no requests): the "
+                         "background work, the inspector's 15 s refresh among it")
     ap.add_argument("--top", type=int, default=0,
                     help="also list the N functions with the most instructions of their own")
     args = ap.parse_args()
@@ -162,8 +179,8 @@ def main():
         for policy in args.policies:
             for w in args.workers:
                 t0 = time.time()
-                n, ins, allocs, top, d1, ll, most = measure(binary, policy, workers.urls[:w],
-                                                            args, script)
+                n, ins, allocs, top, d1, ll, most, idle = measure(binary, policy,
+                                                                  workers.urls[:w], args, script)
                 rows[(policy, w)] = (ins, allocs, d1, ll)
                 misses = f", {d1:,.0f} D1 / {ll:,.0f} LL data misses/request" \
                     if args.cache_sim else ""
@@ -173,6 +190,12 @@ def main():
                       f"({time.time() - t0:.0f} s)", flush=True)
                 for name, ir in top:
                     print(f"    {ir:>9,.0f}  {name[:150]}")
+                if idle:
+                    total, _, idle_top = idle
+                    print(f"{policy:<15} W={w:<5} idle {args.idle} s: {total:,} instructions "
+                          f"({total / args.idle / 1e6:.2f}M a second)", flush=True)
+                    for name, ir in idle_top:
+                        print(f"    {ir:>13,}  {name[:150]}")
     finally:
         workers.stop()
         shutil.rmtree(tmp, ignore_errors=True)
