@@ -3,6 +3,7 @@
 #include "actors/errors.hpp"
 #include "services/logs.hpp"
 
+#include <algorithm>
 #include <caf/typed_event_based_actor.hpp>
 #include <deque>
 #include <functional>
@@ -246,7 +247,10 @@ json summary_of(const json& state) {
 
 /// Collects the inspections of one listing.
 struct listing {
-  caf::typed_response_promise<std::string> promise;
+  /// Gets the listing (a JSON array) and how many actors matched the kinds asked for.
+  std::function<void(std::string, std::uint64_t)> done;
+  bool with_self = true; ///< The inspector's own entry comes first.
+  std::uint64_t matched = 0;
   std::vector<std::pair<caf::actor_id, member>> who;
   std::vector<inspection> results;
   std::size_t remaining = 0;
@@ -254,24 +258,64 @@ struct listing {
 
 void deliver(self_ptr self, listing& l) {
   json out = json::array();
-  auto own = own_state(self);
   if (self->state.m) {
     self->state.m->set_mailbox_size("inspector", self->mailbox().size());
   }
-  json me{{"id", self->id()},
-          {"kind", "inspector"},
-          {"name", "inspector"},
-          {"status", "ok"},
-          {"mailbox_size", own["mailbox_size"]},
-          {"inspect_us", 0},
-          {"summary", summary_of(own)}};
-  out.push_back(std::move(me));
+  if (l.with_self) {
+    auto own = own_state(self);
+    json me{{"id", self->id()},
+            {"kind", "inspector"},
+            {"name", "inspector"},
+            {"status", "ok"},
+            {"mailbox_size", own["mailbox_size"]},
+            {"inspect_us", 0},
+            {"summary", summary_of(own)}};
+    out.push_back(std::move(me));
+  }
   for (std::size_t i = 0; i < l.who.size(); ++i) {
     auto e = entry(l.who[i].first, l.who[i].second, l.results[i]);
     e["summary"] = summary_of(l.results[i].state);
     out.push_back(std::move(e));
   }
-  l.promise.deliver(out.dump(-1, ' ', false, json::error_handler_t::replace));
+  l.done(out.dump(-1, ' ', false, json::error_handler_t::replace), l.matched);
+}
+
+/// Lists the actors of `kinds` (every kind when empty), the inspector first, at most `limit`
+/// of them in id order (0: all), each inspected now; `done` gets the listing.
+void list(self_ptr self, const std::vector<std::string>& kinds, std::uint64_t limit,
+          std::function<void(std::string, std::uint64_t)> done) {
+  auto& st = self->state;
+  auto wanted = [&](const std::string& kind) {
+    return kinds.empty() || std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+  };
+  auto l = std::make_shared<listing>();
+  l->done = std::move(done);
+  l->with_self = wanted("inspector");
+  l->matched = l->with_self ? 1 : 0;
+  auto room = [&] { return limit == 0 || l->who.size() + (l->with_self ? 1 : 0) < limit; };
+  for (auto& [id, who] : st.members) {
+    if (!wanted(who.kind)) {
+      continue;
+    }
+    ++l->matched;
+    if (room()) {
+      l->who.emplace_back(id, who);
+    }
+  }
+  l->results.resize(l->who.size());
+  l->remaining = l->who.size();
+  if (l->remaining == 0) {
+    deliver(self, *l);
+    return;
+  }
+  for (std::size_t i = 0; i < l->who.size(); ++i) {
+    fetch(self, l->who[i].first, [self, l, i](const inspection& x) {
+      l->results[i] = x;
+      if (--l->remaining == 0) {
+        deliver(self, *l);
+      }
+    });
+  }
 }
 
 void refresh(self_ptr self) {
@@ -325,25 +369,18 @@ inspector_actor::behavior_type inspector(self_ptr self, inspector_config cfg,
         forget(self, id);
       },
       [self](list_atom) -> caf::result<std::string> {
-        auto& st = self->state;
-        auto l = std::make_shared<listing>();
-        l->promise = self->make_response_promise<std::string>();
-        l->who.assign(st.members.begin(), st.members.end());
-        l->results.resize(l->who.size());
-        l->remaining = l->who.size();
-        if (l->remaining == 0) {
-          deliver(self, *l);
-          return l->promise;
-        }
-        for (std::size_t i = 0; i < l->who.size(); ++i) {
-          fetch(self, l->who[i].first, [self, l, i](const inspection& x) {
-            l->results[i] = x;
-            if (--l->remaining == 0) {
-              deliver(self, *l);
-            }
-          });
-        }
-        return l->promise;
+        auto rp = self->make_response_promise<std::string>();
+        list(self, {}, 0, [rp](std::string out, std::uint64_t) mutable { rp.deliver(out); });
+        return rp;
+      },
+      [self](list_atom, std::vector<std::string>& kinds,
+             std::uint64_t limit) -> caf::result<std::string, std::uint64_t, std::uint64_t> {
+        auto rp = self->make_response_promise<std::string, std::uint64_t, std::uint64_t>();
+        auto registered = static_cast<std::uint64_t>(self->state.members.size() + 1);
+        list(self, kinds, limit, [rp, registered](std::string out, std::uint64_t matched) mutable {
+          rp.deliver(std::move(out), registered, matched);
+        });
+        return rp;
       },
       [self](inspect_atom, caf::actor_id id) -> caf::result<std::string> {
         auto& st = self->state;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace troupe::actors {
 
@@ -41,6 +42,12 @@ using inspector_actor = caf::typed_actor<
     /// Every registered actor, inspected now: a JSON array of summaries (`id`, `kind`, `name`,
     /// `status`, `mailbox_size`, `summary`: the scalar fields of the actor's own state).
     caf::replies_to<list_atom>::with<std::string>,
+    /// The registered actors of the given kinds (every kind when empty; the inspector's own
+    /// kind is `inspector`), at most `limit` of them in id order (0: all), inspected now: the
+    /// listing as above, how many actors are registered (the inspector included) and how
+    /// many are of those kinds. Only the listed ones are asked.
+    caf::replies_to<list_atom, std::vector<std::string>,
+                    std::uint64_t>::with<std::string, std::uint64_t, std::uint64_t>,
     /// One actor's full state (`state`: its whole answer), or `not_found`.
     caf::replies_to<inspect_atom, caf::actor_id>::with<std::string>,
     /// The inspector's own state.

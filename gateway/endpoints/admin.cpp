@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace troupe::gateway {
 
@@ -83,20 +86,61 @@ json io_json(unsigned threads, const transport::io_loop_stats& io) {
           {"sends", {{"deferred", load(io.sends_deferred)}, {"flushes", load(io.send_flushes)}}}};
 }
 
+/// The kinds `/admin/actors?kind=a,b` asks for (empty: every kind), or an error message.
+std::optional<std::vector<std::string>> actor_kinds(std::string_view target, std::string& why) {
+  std::vector<std::string> kinds;
+  auto p = query_param(target, "kind");
+  if (!p) {
+    return kinds;
+  }
+  auto rest = *p;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto kind = rest.substr(0, comma);
+    if (!kind.empty()) {
+      kinds.emplace_back(kind);
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    rest = rest.substr(comma + 1);
+  }
+  if (kinds.empty()) {
+    why = "kind must name at least one actor kind (e.g. kind=policy,registry)";
+    return std::nullopt;
+  }
+  return kinds;
+}
+
 void list_actors(http_context& ctx) {
+  std::string why;
+  auto kinds = actor_kinds(ctx.req.target(), why);
+  if (!kinds) {
+    return ctx.error(protocol::error_code::bad_request, why, "kind");
+  }
+  std::uint64_t limit = 0; // all
+  if (auto p = query_param(ctx.req.target(), "limit")) {
+    auto v = parse_number<std::uint64_t>(*p);
+    if (!v || *v == 0) {
+      return ctx.error(protocol::error_code::bad_request,
+                       "limit must be a positive integer (the most actors to list)", "limit");
+    }
+    limit = *v;
+  }
   // Every running actor counts, short-lived ones (requests, PD legs) included, read before the
   // ask below spawns its own; the list holds the long-lived ones.
   auto head = "{\"node\":" + json(node_name(ctx.svc->cfg)).dump() +
               ",\"running\":" + std::to_string(ctx.svc->sys.registry().running()) +
               ",\"in_flight\":" + std::to_string(ctx.svc->tracker->size()) +
-              ",\"io\":" + io_json(ctx.svc->cfg.io_threads, *ctx.svc->io).dump() + ",\"actors\":";
+              ",\"io\":" + io_json(ctx.svc->cfg.io_threads, *ctx.svc->io).dump();
   actors::ask(
       ctx.svc->sys, ctx.svc->inspector,
-      [ctx, head](const std::string& actors) {
+      [ctx, head](const std::string& actors, std::uint64_t registered, std::uint64_t matched) {
         // The inspector's array is spliced in as it is: no second parse on the way out.
-        ctx.json(200, head + actors + "}");
+        ctx.json(200, head + ",\"registered\":" + std::to_string(registered) + ",\"matched\":" +
+                          std::to_string(matched) + ",\"actors\":" + actors + "}");
       },
-      [ctx](caf::error& e) { fail_with(ctx, e); }, list_atom_v);
+      [ctx](caf::error& e) { fail_with(ctx, e); }, list_atom_v, std::move(*kinds), limit);
 }
 
 void get_actor(http_context& ctx) {

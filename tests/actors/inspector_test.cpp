@@ -6,6 +6,9 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <tuple>
+#include <vector>
 
 using namespace troupe;
 using namespace troupe::actors;
@@ -107,6 +110,65 @@ TEST_CASE_METHOD(fixture, "a listing shows every registered actor with a scalar 
   CHECK(ea["mailbox_size"] == 3);
   CHECK(ea["summary"] == json{{"answer", 42}}); // arrays and objects stay in the full state
   CHECK(*asked == 2);
+}
+
+TEST_CASE_METHOD(fixture, "a listing by kind and limit asks only the actors it lists") {
+  auto asked = std::make_shared<int>(0);
+  auto insp = inspector(quick());
+  std::vector<inspectable_actor> fakes;
+  for (int i = 0; i < 4; ++i) {
+    auto name = "proxy-" + std::to_string(i);
+    fakes.push_back(fake(name, asked));
+    register_with(insp, i == 2 ? "policy" : "proxy", name, fakes.back());
+  }
+  run();
+
+  using answer = std::tuple<std::string, std::uint64_t, std::uint64_t>;
+  auto list = [&](std::vector<std::string> kinds, std::uint64_t limit) {
+    auto out = std::make_shared<std::optional<answer>>();
+    actors::ask(
+        sys, insp,
+        [out](const std::string& s, std::uint64_t registered, std::uint64_t matched) {
+          *out = answer{s, registered, matched};
+        },
+        [](caf::error&) {}, list_atom_v, std::move(kinds), limit);
+    run();
+    REQUIRE(out->has_value());
+    return **out;
+  };
+  auto names = [](const std::string& s) {
+    std::vector<std::string> out;
+    for (auto& e : json::parse(s)) {
+      out.push_back(e["name"]);
+    }
+    return out;
+  };
+
+  auto [all, registered, matched] = list({}, 0);
+  CHECK(names(all) ==
+        std::vector<std::string>{"inspector", "proxy-0", "proxy-1", "proxy-2", "proxy-3"});
+  CHECK(registered == 5);
+  CHECK(matched == 5);
+  CHECK(*asked == 4);
+
+  auto [proxies, r2, m2] = list({"proxy"}, 2);
+  CHECK(names(proxies) == std::vector<std::string>{"proxy-0", "proxy-1"}); // in id order
+  CHECK(r2 == 5);
+  CHECK(m2 == 3);
+  CHECK(*asked == 6); // the two listed, no more
+
+  auto [first, r3, m3] = list({}, 2);
+  CHECK(names(first) == std::vector<std::string>{"inspector", "proxy-0"});
+  CHECK(m3 == 5);
+  CHECK(*asked == 7);
+
+  auto [policies, r4, m4] = list({"policy", "inspector"}, 0);
+  CHECK(names(policies) == std::vector<std::string>{"inspector", "proxy-2"});
+  CHECK(m4 == 2);
+
+  auto [none, r5, m5] = list({"nobody"}, 0);
+  CHECK(json::parse(none).empty());
+  CHECK(m5 == 0);
 }
 
 TEST_CASE_METHOD(fixture, "one actor's full state keeps its structured fields") {

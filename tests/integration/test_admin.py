@@ -87,6 +87,29 @@ class AdminViewsTest(ProcessTestCase):
         self.assertGreaterEqual(registry["version"], 1)
         self.assertEqual(by_name(actors, "policy:regular")["summary"]["strategy"], "round_robin")
 
+    def test_actors_filtered_by_kind_and_bounded_by_limit(self):
+        everyone = self.admin("/admin/actors")
+        self.assertEqual(everyone["registered"], 6)
+        self.assertEqual(everyone["matched"], 6)
+        policies = self.admin("/admin/actors?kind=policy")
+        self.assertEqual(sorted(a["name"] for a in policies["actors"]),
+                         ["policy:decode", "policy:prefill", "policy:regular"])
+        self.assertEqual((policies["registered"], policies["matched"]), (6, 3))
+        two = self.admin("/admin/actors?kind=registry,worker_proxy,nobody")
+        self.assertEqual(sorted(a["kind"] for a in two["actors"]), ["registry", "worker_proxy"])
+        # In id order: the inspector first, then what was spawned first.
+        first = self.admin("/admin/actors?limit=2")
+        self.assertEqual([a["id"] for a in first["actors"]],
+                         [a["id"] for a in everyone["actors"][:2]])
+        self.assertEqual((first["registered"], first["matched"]), (6, 6))
+        self.assertEqual(len(self.admin("/admin/actors?kind=worker_proxy&limit=5")["actors"]), 1)
+        self.assertEqual(self.admin("/admin/actors?kind=nobody")["actors"], [])
+        for query, param in (("limit=0", "limit"), ("limit=-1", "limit"), ("limit=x", "limit"),
+                             ("kind=", "kind"), ("kind=,", "kind")):
+            r = get(self.gw.url + "/admin/actors?" + query)
+            self.assertEqual(r.status, 400, query)
+            self.assertEqual(r.json()["error"]["param"], param, r.text)
+
     def test_running_actors_count_each_request_actor_while_it_runs(self):
         rest = self.admin("/admin/actors")
         self.assertEqual(rest["in_flight"], 0)
