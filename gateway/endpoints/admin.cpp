@@ -5,6 +5,7 @@
 #include "gateway/endpoints/endpoints.hpp"
 #include "protocol/parse_number.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -266,10 +267,49 @@ void cluster_members(http_context& ctx) {
   ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+/// A worker an operator looks at first: not healthy, its breaker not closed, or not routable.
+bool troubled(const actors::worker_entry& w) {
+  return w.live->health.load(std::memory_order_relaxed) != actors::health_state::healthy ||
+         w.live->breaker.load(std::memory_order_relaxed) != actors::breaker_state::closed ||
+         w.models.empty();
+}
+
+/// Which workers of `fleet` a view with `limit` (0: all) lists, by index: all in fleet order;
+/// with a limit, the troubled ones first (`troubled`), then the others, each in fleet order.
+std::vector<bool> workers_listed(const actors::fleet_snapshot& fleet, std::uint64_t limit) {
+  auto n = fleet.workers.size();
+  std::vector<bool> listed(n, limit == 0);
+  if (limit == 0) {
+    return listed;
+  }
+  std::uint64_t taken = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < n && taken < limit; ++i) {
+      if (!listed[i] && troubled(*fleet.workers[i]) == (pass == 0)) {
+        listed[i] = true;
+        ++taken;
+      }
+    }
+  }
+  return listed;
+}
+
 void workers_view(http_context& ctx) {
+  std::uint64_t limit = 0; // all
+  if (auto p = query_param(ctx.req.target(), "limit")) {
+    auto v = parse_number<std::uint64_t>(*p);
+    if (!v || *v == 0) {
+      return ctx.error(protocol::error_code::bad_request,
+                       "limit must be a positive integer (the most workers to list)", "limit");
+    }
+    limit = *v;
+  }
   auto fleet = ctx.svc->fleet->get();
   auto status = ctx.svc->cluster->get();
   auto node = node_name(ctx.svc->cfg);
+  auto listed = workers_listed(*fleet, limit);
+  // With a limit, the troubled workers come first: the listing is built in that order.
+  std::vector<std::pair<bool, json>> rows; // (troubled, row)
   json workers = json::array();
   long long total_load = 0;
   long long local_total = 0;
@@ -277,10 +317,13 @@ void workers_view(http_context& ctx) {
   // no longer contributes).
   std::map<std::string, long long> node_totals;
   json lacking_key = json::array(); // workers whose api key did not reach this node
-  for (auto& w : fleet->workers) {
-    auto j = to_json(*w);
+  for (std::size_t i = 0; i < fleet->workers.size(); ++i) {
+    auto& w = fleet->workers[i];
     auto local = w->live->local_load();
-    json by_node{{node, local}};
+    json by_node;
+    if (listed[i]) {
+      by_node[node] = local;
+    }
     long long sum = local;
     for (auto& m : status->members) {
       if (m.self || m.state == "down") {
@@ -288,20 +331,30 @@ void workers_view(http_context& ctx) {
       }
       auto it = m.loads.find(w->id);
       auto n = it == m.loads.end() ? 0 : it->second;
-      by_node[m.name] = n;
+      if (listed[i]) {
+        by_node[m.name] = n;
+      }
       sum += n;
       node_totals[m.name] += n;
     }
     local_total += local;
     total_load += sum;
-    j["origin"] = w->origin;
-    j["api_key_missing"] = w->key_missing;
     if (w->key_missing) {
       lacking_key.push_back(w->id);
     }
+    if (!listed[i]) {
+      continue; // counted in the totals, not listed
+    }
+    auto j = to_json(*w);
+    j["origin"] = w->origin;
+    j["api_key_missing"] = w->key_missing;
     j["load_by_node"] = std::move(by_node);
     j["load_total"] = sum;
-    workers.push_back(std::move(j));
+    rows.emplace_back(limit != 0 && troubled(*w), std::move(j));
+  }
+  std::stable_partition(rows.begin(), rows.end(), [](auto& r) { return r.first; });
+  for (auto& r : rows) {
+    workers.push_back(std::move(r.second));
   }
   json nodes = json::array({{{"name", node},
                              {"self", true},
@@ -316,11 +369,9 @@ void workers_view(http_context& ctx) {
                        {"workers", m.workers}});
     }
   }
-  json body{{"version", fleet->version},
-            {"total", fleet->workers.size()},
-            {"load", total_load},
-            {"nodes", std::move(nodes)},
-            {"workers_lacking_key", std::move(lacking_key)},
+  json body{{"version", fleet->version},    {"total", fleet->workers.size()},
+            {"listed", workers.size()},     {"load", total_load},
+            {"nodes", std::move(nodes)},    {"workers_lacking_key", std::move(lacking_key)},
             {"workers", std::move(workers)}};
   ctx.json(200, body.dump(-1, ' ', false, json::error_handler_t::replace));
 }

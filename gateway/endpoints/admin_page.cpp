@@ -150,7 +150,8 @@ function renderCluster(c) {
 
 function renderWorkers(w) {
   $("workers-note").textContent = w.total + " worker(s), load " + w.load + " across " +
-      w.nodes.length + " node(s)";
+      w.nodes.length + " node(s)" + (w.listed < w.total
+          ? "; " + w.listed + " listed, troubled ones first (all of them: /admin/workers)" : "");
   fill("workers", w.workers, [["id"], ["url"], ["worker_type"], ["models"], ["health"],
        ["circuit_breaker"], ["load_total", true], ["load_by_node"], ["requests_total", true],
        ["failures_total", true]],
@@ -186,13 +187,14 @@ async function showActor() {
 }
 
 const actorLimit = 100;
+const workerLimit = 200; // the troubled ones first, then the rest
 
 async function refresh() {
   clearTimeout(timer);
   const older = Math.max(0, parseInt($("older").value, 10) || 0);
   const parts = await Promise.allSettled([
     get("/admin/cluster").then(renderCluster),
-    get("/admin/workers").then(renderWorkers),
+    get("/admin/workers?limit=" + workerLimit).then(renderWorkers),
     get("/admin/requests?older_than_ms=" + older).then(renderRequests),
     // Each listed actor is asked for its state: a bounded page stays cheap with 4,000 workers.
     get("/admin/actors?limit=" + actorLimit).then(renderActors),

@@ -241,6 +241,28 @@ class AdminViewsTest(ProcessTestCase):
         self.assertNotIn("api_key", w)
         self.assertTrue(done.wait(10))
 
+    def test_workers_view_with_a_limit_lists_troubled_workers_first(self):
+        # A second worker nobody answers for: registered (with its model), never healthy.
+        r = post(self.gw.url + "/workers",
+                 {"url": f"http://127.0.0.1:{free_port()}", "model_id": MODEL})
+        self.assertIn(r.status, (200, 201, 202), r)
+        dead = r.json()["id"]
+        everyone = wait_until(lambda: (lambda b: b if b["total"] == 2 else None)(
+            self.admin("/admin/workers")), what="two workers")
+        self.assertEqual(everyone["listed"], 2)
+        self.assertEqual([w["id"] for w in everyone["workers"]][0], self.worker_id,
+                         "without a limit: fleet order")
+        one = self.admin("/admin/workers?limit=1")
+        self.assertEqual((one["total"], one["listed"]), (2, 1))
+        self.assertEqual([w["id"] for w in one["workers"]], [dead])
+        self.assertNotEqual(one["workers"][0]["health"], "healthy")
+        both = self.admin("/admin/workers?limit=5")
+        self.assertEqual([w["id"] for w in both["workers"]], [dead, self.worker_id])
+        for query in ("limit=0", "limit=-2", "limit=many"):
+            r = get(self.gw.url + "/admin/workers?" + query)
+            self.assertEqual(r.status, 400, query)
+            self.assertEqual(r.json()["error"]["param"], "limit", r.text)
+
 
 class AdminKeyTest(ProcessTestCase):
     def test_admin_key_guards_admin_routes_and_data_keys_do_not_open_them(self):
