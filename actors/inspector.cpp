@@ -324,7 +324,7 @@ void refresh(self_ptr self) {
     st.m->set_mailbox_size("inspector", self->mailbox().size());
   }
   for (auto& [id, who] : st.members) {
-    if (st.waiting.count(id) == 0 && st.gauge_pending.insert(id).second) {
+    if (st.gauge_pending.insert(id).second) {
       st.gauge_queue.push_back(id);
     }
   }

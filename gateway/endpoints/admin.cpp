@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,8 +88,23 @@ json io_json(unsigned threads, const transport::io_loop_stats& io) {
           {"sends", {{"deferred", load(io.sends_deferred)}, {"flushes", load(io.send_flushes)}}}};
 }
 
-/// The kinds `/admin/actors?kind=a,b` asks for (empty: every kind), or an error message.
-std::optional<std::vector<std::string>> actor_kinds(std::string_view target, std::string& why) {
+/// The `limit` query parameter of a listing: 0 when absent (list all), nullopt when it is not
+/// a positive integer.
+std::optional<std::uint64_t> limit_param(std::string_view target) {
+  auto p = query_param(target, "limit");
+  if (!p) {
+    return 0;
+  }
+  auto v = parse_number<std::uint64_t>(*p);
+  if (!v || *v == 0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+/// The kinds `/admin/actors?kind=a,b` asks for (empty: every kind), or nullopt when the
+/// parameter names none.
+std::optional<std::vector<std::string>> actor_kinds(std::string_view target) {
   std::vector<std::string> kinds;
   auto p = query_param(target, "kind");
   if (!p) {
@@ -97,8 +113,7 @@ std::optional<std::vector<std::string>> actor_kinds(std::string_view target, std
   auto rest = *p;
   while (!rest.empty()) {
     auto comma = rest.find(',');
-    auto kind = rest.substr(0, comma);
-    if (!kind.empty()) {
+    if (auto kind = rest.substr(0, comma); !kind.empty()) {
       kinds.emplace_back(kind);
     }
     if (comma == std::string_view::npos) {
@@ -107,26 +122,21 @@ std::optional<std::vector<std::string>> actor_kinds(std::string_view target, std
     rest = rest.substr(comma + 1);
   }
   if (kinds.empty()) {
-    why = "kind must name at least one actor kind (e.g. kind=policy,registry)";
     return std::nullopt;
   }
   return kinds;
 }
 
 void list_actors(http_context& ctx) {
-  std::string why;
-  auto kinds = actor_kinds(ctx.req.target(), why);
+  auto kinds = actor_kinds(ctx.req.target());
   if (!kinds) {
-    return ctx.error(protocol::error_code::bad_request, why, "kind");
+    return ctx.error(protocol::error_code::bad_request,
+                     "kind must name at least one actor kind (e.g. kind=policy,registry)", "kind");
   }
-  std::uint64_t limit = 0; // all
-  if (auto p = query_param(ctx.req.target(), "limit")) {
-    auto v = parse_number<std::uint64_t>(*p);
-    if (!v || *v == 0) {
-      return ctx.error(protocol::error_code::bad_request,
-                       "limit must be a positive integer (the most actors to list)", "limit");
-    }
-    limit = *v;
+  auto limit = limit_param(ctx.req.target());
+  if (!limit) {
+    return ctx.error(protocol::error_code::bad_request,
+                     "limit must be a positive integer (the most actors to list)", "limit");
   }
   // Every running actor counts, short-lived ones (requests, PD legs) included, read before the
   // ask below spawns its own; the list holds the long-lived ones.
@@ -141,7 +151,7 @@ void list_actors(http_context& ctx) {
         ctx.json(200, head + ",\"registered\":" + std::to_string(registered) + ",\"matched\":" +
                           std::to_string(matched) + ",\"actors\":" + actors + "}");
       },
-      [ctx](caf::error& e) { fail_with(ctx, e); }, list_atom_v, std::move(*kinds), limit);
+      [ctx](caf::error& e) { fail_with(ctx, e); }, list_atom_v, std::move(*kinds), *limit);
 }
 
 void get_actor(http_context& ctx) {
@@ -274,87 +284,75 @@ bool troubled(const actors::worker_entry& w) {
          w.models.empty();
 }
 
-/// Which workers of `fleet` a view with `limit` (0: all) lists, by index: all in fleet order;
-/// with a limit, the troubled ones first (`troubled`), then the others, each in fleet order.
-std::vector<bool> workers_listed(const actors::fleet_snapshot& fleet, std::uint64_t limit) {
-  auto n = fleet.workers.size();
-  std::vector<bool> listed(n, limit == 0);
+/// The indices of the workers of `fleet` a view with `limit` (0: all) lists, in listing order:
+/// all in fleet order; with a limit, the troubled ones first (`troubled`), then the others,
+/// each in fleet order.
+std::vector<std::size_t> workers_listed(const actors::fleet_snapshot& fleet, std::uint64_t limit) {
+  std::vector<std::size_t> order(fleet.workers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
   if (limit == 0) {
-    return listed;
+    return order;
   }
-  std::uint64_t taken = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (std::size_t i = 0; i < n && taken < limit; ++i) {
-      if (!listed[i] && troubled(*fleet.workers[i]) == (pass == 0)) {
-        listed[i] = true;
-        ++taken;
-      }
-    }
-  }
-  return listed;
+  std::stable_partition(order.begin(), order.end(),
+                        [&](std::size_t i) { return troubled(*fleet.workers[i]); });
+  order.resize(std::min<std::uint64_t>(limit, order.size()));
+  return order;
 }
 
 void workers_view(http_context& ctx) {
-  std::uint64_t limit = 0; // all
-  if (auto p = query_param(ctx.req.target(), "limit")) {
-    auto v = parse_number<std::uint64_t>(*p);
-    if (!v || *v == 0) {
-      return ctx.error(protocol::error_code::bad_request,
-                       "limit must be a positive integer (the most workers to list)", "limit");
-    }
-    limit = *v;
+  auto limit = limit_param(ctx.req.target());
+  if (!limit) {
+    return ctx.error(protocol::error_code::bad_request,
+                     "limit must be a positive integer (the most workers to list)", "limit");
   }
   auto fleet = ctx.svc->fleet->get();
   auto status = ctx.svc->cluster->get();
   auto node = node_name(ctx.svc->cfg);
-  auto listed = workers_listed(*fleet, limit);
-  // With a limit, the troubled workers come first: the listing is built in that order.
-  std::vector<std::pair<bool, json>> rows; // (troubled, row)
-  json workers = json::array();
-  long long total_load = 0;
-  long long local_total = 0;
-  // Peers' shares as they last reported them (only members up count: a node declared down
-  // no longer contributes).
-  std::map<std::string, long long> node_totals;
-  json lacking_key = json::array(); // workers whose api key did not reach this node
-  for (std::size_t i = 0; i < fleet->workers.size(); ++i) {
-    auto& w = fleet->workers[i];
-    auto local = w->live->local_load();
-    json by_node;
-    if (listed[i]) {
-      by_node[node] = local;
-    }
-    long long sum = local;
+  // Peers' shares of worker `id` as they last reported them, as f(member, load) (only members
+  // up count: a node declared down no longer contributes).
+  auto peer_loads = [&](const std::string& id, auto&& f) {
     for (auto& m : status->members) {
       if (m.self || m.state == "down") {
         continue;
       }
-      auto it = m.loads.find(w->id);
-      auto n = it == m.loads.end() ? 0 : it->second;
-      if (listed[i]) {
-        by_node[m.name] = n;
-      }
-      sum += n;
-      node_totals[m.name] += n;
+      auto it = m.loads.find(id);
+      f(m, it == m.loads.end() ? 0 : it->second);
     }
+  };
+  // The totals cover the whole fleet, listed or not.
+  long long total_load = 0;
+  long long local_total = 0;
+  std::map<std::string, long long> node_totals;
+  json lacking_key = json::array();   // workers whose api key did not reach this node
+  std::vector<long long> local_loads; // read once: a listed worker's row agrees with the totals
+  local_loads.reserve(fleet->workers.size());
+  for (auto& w : fleet->workers) {
+    auto local = local_loads.emplace_back(w->live->local_load());
     local_total += local;
-    total_load += sum;
+    total_load += local;
+    peer_loads(w->id, [&](auto& m, auto n) {
+      node_totals[m.name] += n;
+      total_load += n;
+    });
     if (w->key_missing) {
       lacking_key.push_back(w->id);
     }
-    if (!listed[i]) {
-      continue; // counted in the totals, not listed
-    }
+  }
+  json workers = json::array();
+  for (auto i : workers_listed(*fleet, *limit)) {
+    auto& w = fleet->workers[i];
+    json by_node{{node, local_loads[i]}};
+    long long sum = local_loads[i];
+    peer_loads(w->id, [&](auto& m, auto n) {
+      by_node[m.name] = n;
+      sum += n;
+    });
     auto j = to_json(*w);
     j["origin"] = w->origin;
     j["api_key_missing"] = w->key_missing;
     j["load_by_node"] = std::move(by_node);
     j["load_total"] = sum;
-    rows.emplace_back(limit != 0 && troubled(*w), std::move(j));
-  }
-  std::stable_partition(rows.begin(), rows.end(), [](auto& r) { return r.first; });
-  for (auto& r : rows) {
-    workers.push_back(std::move(r.second));
+    workers.push_back(std::move(j));
   }
   json nodes = json::array({{{"name", node},
                              {"self", true},

@@ -50,6 +50,13 @@ struct fixture : test::actor_system_fixture {
     }));
   }
 
+  /// The inspector's own state (`GET /admin/actors/{its id}` → `state`).
+  json own_state(const inspector_actor& insp) {
+    auto own = ask_later(insp, inspect_atom_v, insp->id());
+    run();
+    return json::parse(**own)["state"];
+  }
+
   inspector_actor inspector(inspector_config c, std::shared_ptr<services::metrics> m = nullptr) {
     return keep(make_inspector(sys, c, std::move(m)));
   }
@@ -191,9 +198,7 @@ TEST_CASE_METHOD(fixture, "one actor's full state keeps its structured fields") 
   run();
   CHECK(**missing == "error:not_found");
 
-  auto own = ask_later(insp, inspect_atom_v, insp->id());
-  run();
-  CHECK(json::parse(**own)["state"]["registered"] == 1);
+  CHECK(own_state(insp)["registered"] == 1);
 }
 
 TEST_CASE_METHOD(fixture, "a stuck actor times out without holding the others back") {
@@ -312,9 +317,7 @@ TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval, asking 
   CHECK(*sized == 2);
   CHECK(*asked == 0);
 
-  auto own = ask_later(insp, inspect_atom_v, insp->id());
-  run();
-  CHECK(json::parse(**own)["state"]["gauge_reads_total"] == 2);
+  CHECK(own_state(insp)["gauge_reads_total"] == 2);
 }
 
 TEST_CASE_METHOD(fixture, "a gauge refresh shares the slots and skips an actor being inspected") {
@@ -358,9 +361,7 @@ TEST_CASE_METHOD(fixture, "a gauge refresh shares the slots and skips an actor b
   advance(4500ms);
   CHECK(*sized == 7);
   advance(1000ms);
-  auto own = ask_later(insp, inspect_atom_v, insp->id());
-  run();
-  auto st = json::parse(**own)["state"];
+  auto st = own_state(insp);
   CHECK(st["timeouts_total"] == 2);
   CHECK(st["gauge_reads_total"] == 7);
   CHECK(st["outstanding"] == 0);
