@@ -63,6 +63,17 @@ def data_misses(path):
     return got.get("D1mr", 0) + got.get("D1mw", 0), got.get("DLmr", 0) + got.get("DLmw", 0)
 
 
+def counted(proc, tmp, action):
+    """Runs `action()` with callgrind's counters of `proc` zeroed before and dumped after;
+    returns what `action` returned and the path of the dump."""
+    subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
+    result = action()
+    subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
+    dumps = sorted((os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
+                   key=os.path.getmtime)
+    return result, dumps[-1]
+
+
 def measure(binary, policy, urls, args, script):
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-cost-")
     out = os.path.join(tmp, "cg.out")
@@ -100,39 +111,25 @@ def measure(binary, policy, urls, args, script):
         # window it falls in counts it against the few requests valgrind lets through.
         best = None
         for _ in range(args.windows):
-            subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
-                           capture_output=True)
-            n = run_wrk_count(url, args.concurrency, args.duration, script)
-            subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
-                           capture_output=True)
-            dumps = sorted(
-                (os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
-                key=os.path.getmtime)
-            total, allocs, top = parse_callgrind(dumps[-1], args.top)
-            d1, ll = data_misses(dumps[-1]) if args.cache_sim else (0, 0)
+            n, dump = counted(
+                proc, tmp, lambda: run_wrk_count(url, args.concurrency, args.duration, script))
+            total, allocs, top = parse_callgrind(dump, args.top)
+            d1, ll = data_misses(dump) if args.cache_sim else (0, 0)
             row = (n, total / n, allocs / n, [(name, ir / n) for name, ir in top], d1 / n, ll / n,
                    total / n)
             if best is None or row[1] < best[1]:
                 best = row[:6] + (max(best[6], row[6]) if best else row[6],)
                 if args.keep:
                     os.makedirs(args.keep, exist_ok=True)
-                    shutil.copy(dumps[-1],
-                                os.path.join(args.keep, f"{policy}-{len(urls)}.callgrind"))
+                    shutil.copy(dump, os.path.join(args.keep, f"{policy}-{len(urls)}.callgrind"))
             else:
                 best = best[:6] + (max(best[6], row[6]),)
         idle = None
         if args.idle:
             # Background work alone: no request in the window, so what it counts is the
             # inspector's refresh (every 15 s: an --idle of 16 holds one) and the timers.
-            subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
-                           capture_output=True)
-            time.sleep(args.idle)
-            subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
-                           capture_output=True)
-            dumps = sorted(
-                (os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cg.out")),
-                key=os.path.getmtime)
-            idle = parse_callgrind(dumps[-1], args.top)
+            _, dump = counted(proc, tmp, lambda: time.sleep(args.idle))
+            idle = parse_callgrind(dump, args.top)
         return best + (idle,)
     finally:
         proc.send_signal(signal.SIGTERM)
