@@ -18,8 +18,9 @@
 // run there, on the one io thread (several io threads use strands, and do not batch).
 
 #include <cstddef>
-#include <deque>
 #include <functional>
+#include <memory>
+#include <utility>
 
 namespace troupe::transport {
 
@@ -55,12 +56,27 @@ public:
   /// once when this thread does not defer.
   static void defer(std::function<void()> write);
 
+  /// `(self.get()->*Method)()`, deferred as `defer` does, without an allocation: the queue
+  /// keeps `self` (what keeps the object alive until its write runs) and a plain function. The
+  /// request path's form (a session's response, an exchange's request: one each per request).
+  template <auto Method, class T> static void defer(std::shared_ptr<T> self) {
+    if (!deferring()) {
+      ((*self).*Method)();
+      return;
+    }
+    enqueue(std::shared_ptr<void>(std::move(self)),
+            [](void* p) { (static_cast<T*>(p)->*Method)(); });
+  }
+
   /// Runs the deferred writes in order, and those they defer in turn, until none is left.
   /// Returns how many ran. A write that throws leaves the ones behind it queued.
   static std::size_t flush();
 
   /// Writes deferred and not yet run on this thread.
   static std::size_t pending() noexcept;
+
+private:
+  static void enqueue(std::shared_ptr<void> owner, void (*run)(void*));
 };
 
 } // namespace troupe::transport

@@ -100,7 +100,7 @@ template <class Stream> void server_session<Stream>::do_write() {
   writing_ = true;
   if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
     if (send_phase::deferring()) {
-      return send_phase::defer([self = this->shared_from_this()] { self->write_queued(); });
+      return send_phase::defer<&server_session::write_queued>(this->shared_from_this());
     }
   }
   write_queued();

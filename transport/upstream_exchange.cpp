@@ -242,7 +242,7 @@ void upstream_exchange::do_handshake() {
 // the pass's other sends; at once over TLS.
 void upstream_exchange::do_write() {
   if (send_phase::deferring() && std::holds_alternative<beast::tcp_stream>(conn_->stream)) {
-    return send_phase::defer([self = shared_from_this()] { self->write_request(); });
+    return send_phase::defer<&upstream_exchange::write_request>(shared_from_this());
   }
   write_request();
 }

@@ -1,6 +1,7 @@
 #include "transport/send_phase.hpp"
 
 #include <catch2/catch.hpp>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -77,4 +78,35 @@ TEST_CASE("a write that throws leaves the writes behind it queued") {
   CHECK(send_phase::pending() == 1);
   CHECK(send_phase::flush() == 1); // the next flush is not blocked by the failed one
   CHECK(log == "after");
+}
+
+namespace {
+
+struct writer {
+  std::string& log;
+  char c;
+  void write() { log += c; }
+};
+
+} // namespace
+
+TEST_CASE("a member write keeps its object alive until it runs, in order with the others") {
+  std::string log;
+  auto first = std::make_shared<writer>(writer{log, '1'});
+  std::weak_ptr<writer> watch = first;
+  send_phase::defer<&writer::write>(first); // no scope on this thread: at once
+  CHECK(log == "1");
+  {
+    send_phase::scope sends{32};
+    sends.defer_writes(true);
+    send_phase::defer<&writer::write>(std::move(first));
+    send_phase::defer([&] { log += "2"; });
+    send_phase::defer<&writer::write>(std::make_shared<writer>(writer{log, '3'}));
+    CHECK(log == "1");
+    CHECK_FALSE(watch.expired()); // the queue holds the only reference
+    CHECK(send_phase::pending() == 3);
+    CHECK(send_phase::flush() == 3);
+    CHECK(log == "1123");
+    CHECK(watch.expired()); // let go once its write ran
+  }
 }
