@@ -9,6 +9,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/write.hpp>
+#include <span>
 #include <type_traits>
 
 namespace troupe::transport {
@@ -129,7 +130,7 @@ template <class Stream> void server_session<Stream>::write_queued() {
     if (!sock.non_blocking()) {
       sock.non_blocking(true, ec);
     }
-    auto n = ec ? 0 : net::write(sock, buffers_, transfer_at_once{}, ec);
+    auto n = ec ? 0 : net::write(sock, gather(), transfer_at_once{}, ec);
     if (!ec) {
       watch_.step();
       return on_write(ec);
@@ -140,7 +141,7 @@ template <class Stream> void server_session<Stream>::write_queued() {
     consume_written(n);
   }
   net::async_write(
-      stream_, buffers_,
+      stream_, gather(),
       [this](const error_code& ec, std::size_t n) {
         watch_.step(); // at the start and after each part written: progress
         return transfer_at_once{}(ec, n);
@@ -150,6 +151,13 @@ template <class Stream> void server_session<Stream>::write_queued() {
     watch_.begin(*socket());
     watch_writes();
   }
+}
+
+// The gather write's buffers as a view: asio's writes keep a copy of the sequence they are given,
+// and a copy of `buffers_` (a vector) was an allocation per response.
+template <class Stream>
+std::span<const net::const_buffer> server_session<Stream>::gather() const noexcept {
+  return buffers_;
 }
 
 template <class Stream> void server_session<Stream>::consume_written(std::size_t n) {

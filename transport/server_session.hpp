@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -92,7 +93,8 @@ private:
 
   // -- writing --
   void do_write();
-  void write_queued(); // do_write's write, now
+  void write_queued();                                        // do_write's write, now
+  std::span<const net::const_buffer> gather() const noexcept; // buffers_, copied cheaply
   void on_write(error_code ec);
   /// Drops the first `n` bytes of the gather write (the part a direct write took).
   void consume_written(std::size_t n);
