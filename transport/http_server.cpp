@@ -122,9 +122,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                                                    opts_, handler_)
           ->start();
     } else {
-      std::make_shared<server_session<beast::tcp_stream>>(beast::tcp_stream{std::move(socket)},
-                                                          opts_, handler_)
-          ->start();
+      std::make_shared<server_session<tcp::socket>>(std::move(socket), opts_, handler_)->start();
     }
   }
 

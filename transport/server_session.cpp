@@ -99,7 +99,7 @@ template <class Stream> void server_session<Stream>::abort_response(std::uint64_
 // (`send_phase.hpp`; what is queued meanwhile goes in the same write), else at once.
 template <class Stream> void server_session<Stream>::do_write() {
   writing_ = true;
-  if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+  if constexpr (std::is_same_v<Stream, tcp::socket>) {
     if (send_phase::deferring()) {
       return send_phase::defer<&server_session::write_queued>(this->shared_from_this());
     }
@@ -121,11 +121,11 @@ template <class Stream> void server_session<Stream>::write_queued() {
       }
     }
   }
-  if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+  if constexpr (std::is_same_v<Stream, tcp::socket>) {
     // Plain TCP: write at once, without blocking. A response the socket takes whole (nearly
     // every one) is done here, not in a write handler of its own: one reactor pass less per
     // request. What the socket does not take now is written asynchronously, watched as before.
-    auto& sock = stream_.socket();
+    auto& sock = stream_;
     error_code ec;
     if (!sock.non_blocking()) {
       sock.non_blocking(true, ec);
@@ -292,14 +292,16 @@ template <class Stream> void server_session<Stream>::close() {
   closed_ = true;
   watch_.cancel();
   deadline_.cancel();
-  if (auto* s = socket()) {
+  if constexpr (std::is_same_v<Stream, tcp::socket> || std::is_same_v<Stream, tls_stream>) {
     error_code ignored;
-    s->shutdown(tcp::socket::shutdown_both, ignored);
+    socket()->shutdown(tcp::socket::shutdown_both, ignored);
+    socket()->close(ignored);
+  } else {
+    stream_.close(); // the fuzz harness's in-memory stream
   }
-  beast::get_lowest_layer(stream_).close();
 }
 
-template class server_session<beast::tcp_stream>;
+template class server_session<tcp::socket>;
 template class server_session<tls_stream>;
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
 template class server_session<memory_stream>;

@@ -22,9 +22,9 @@
 namespace troupe::transport {
 
 /// A client connection over TLS.
-using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+using tls_stream = beast::ssl_stream<tcp::socket>;
 
-/// One client connection over `Stream` (`beast::tcp_stream`, or `tls_stream` for HTTPS; in a
+/// One client connection over `Stream` (`tcp::socket`, or `tls_stream` for HTTPS; in a
 /// fuzz build also `memory_stream`, see TROUPE_MEMORY_STREAM_SESSIONS): reads
 /// requests (and keeps reading to notice a disconnect or a pipelined request), hands each to the
 /// handler, writes the responses in order. Follows Beast's `example/http/server/async`; runs on
@@ -61,8 +61,10 @@ private:
 
   /// The TCP socket under the stream; none under a `memory_stream` (the fuzz harness's).
   tcp::socket* socket() {
-    if constexpr (std::is_same_v<Stream, beast::tcp_stream> || std::is_same_v<Stream, tls_stream>) {
-      return &beast::get_lowest_layer(stream_).socket();
+    if constexpr (std::is_same_v<Stream, tcp::socket>) {
+      return &stream_;
+    } else if constexpr (std::is_same_v<Stream, tls_stream>) {
+      return &stream_.next_layer();
     } else {
       return nullptr;
     }

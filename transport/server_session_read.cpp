@@ -353,7 +353,7 @@ std::chrono::steady_clock::duration server_session<Stream>::head_timeout() const
   template void server_session<S>::on_deadline();                                                  \
   template std::chrono::steady_clock::duration server_session<S>::head_timeout() const;
 
-TROUPE_SESSION_READING(beast::tcp_stream)
+TROUPE_SESSION_READING(tcp::socket)
 TROUPE_SESSION_READING(tls_stream)
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
 TROUPE_SESSION_READING(memory_stream)

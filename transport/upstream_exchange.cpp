@@ -192,24 +192,25 @@ void upstream_exchange::do_resolve() {
 }
 
 void upstream_exchange::do_connect() {
-  conn_->tcp().async_connect(
-      pool_->endpoints(), [self = shared_from_this()](beast::error_code ec, tcp::endpoint) {
-        if (ec) {
-          if (ec != net::error::operation_aborted) {
-            self->pool_->forget_endpoints();
-          }
-          auto st = self->classify(ec);
-          return self->finish(st == exchange_status::broken ? exchange_status::connect_failed : st,
-                              "connect: " + ec.message());
-        }
-        beast::error_code ignored;
-        self->conn_->tcp().socket().set_option(tcp::no_delay(true), ignored);
-        if (self->conn_->secure()) {
-          return self->do_handshake();
-        }
-        self->pool_->note_connected(*self->conn_);
-        self->do_write();
-      });
+  net::async_connect(conn_->tcp(), pool_->endpoints(),
+                     [self = shared_from_this()](beast::error_code ec, tcp::endpoint) {
+                       if (ec) {
+                         if (ec != net::error::operation_aborted) {
+                           self->pool_->forget_endpoints();
+                         }
+                         auto st = self->classify(ec);
+                         return self->finish(
+                             st == exchange_status::broken ? exchange_status::connect_failed : st,
+                             "connect: " + ec.message());
+                       }
+                       beast::error_code ignored;
+                       self->conn_->tcp().set_option(tcp::no_delay(true), ignored);
+                       if (self->conn_->secure()) {
+                         return self->do_handshake();
+                       }
+                       self->pool_->note_connected(*self->conn_);
+                       self->do_write();
+                     });
 }
 
 void upstream_exchange::do_handshake() {
@@ -241,7 +242,7 @@ void upstream_exchange::do_handshake() {
 // The request goes out at the end of the io loop's pass on plain TCP (`send_phase.hpp`), with
 // the pass's other sends; at once over TLS.
 void upstream_exchange::do_write() {
-  if (send_phase::deferring() && std::holds_alternative<beast::tcp_stream>(conn_->stream)) {
+  if (send_phase::deferring() && std::holds_alternative<tcp::socket>(conn_->stream)) {
     return send_phase::defer<&upstream_exchange::write_request>(shared_from_this());
   }
   write_request();
@@ -267,11 +268,11 @@ void upstream_exchange::write_request() {
   };
   std::array<net::const_buffer, 2> bufs{net::buffer(head_),
                                         net::buffer(body_.view().data(), body_.size())};
-  if (auto* plain = std::get_if<beast::tcp_stream>(&conn_->stream)) {
+  if (auto* plain = std::get_if<tcp::socket>(&conn_->stream)) {
     // Plain TCP: write at once, without blocking; the request (head and body, a few KB) fits
     // the socket buffer nearly always. An asynchronous write would end in a handler of its own,
     // one more reactor pass per request; only what the socket does not take now waits for one.
-    auto& socket = plain->socket();
+    auto& socket = *plain;
     beast::error_code ec;
     if (!socket.non_blocking()) {
       socket.non_blocking(true, ec);

@@ -22,7 +22,7 @@ bool still_open(upstream_connection& conn) {
     return true; // an in-memory stream: a closed one fails on first use, and is retried
   }
   char probe;
-  auto fd = conn.tcp().socket().native_handle();
+  auto fd = conn.tcp().native_handle();
   auto n = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }

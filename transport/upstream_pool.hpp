@@ -27,8 +27,9 @@ namespace troupe::transport {
 struct upstream_connection {
   /// A strand of the io_context, or (one io thread) the io_context's own executor.
   using executor_type = net::any_io_executor;
-  using tls_stream = beast::ssl_stream<beast::tcp_stream>;
-  using stream_type = std::variant<beast::tcp_stream, tls_stream
+  using tcp_socket = net::ip::tcp::socket;
+  using tls_stream = beast::ssl_stream<tcp_socket>;
+  using stream_type = std::variant<tcp_socket, tls_stream
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
                                    ,
                                    memory_stream
@@ -46,17 +47,19 @@ struct upstream_connection {
 #endif
 
   /// The TCP layer (connect, socket options); a connection over TCP only.
-  beast::tcp_stream& tcp() {
-    if (auto* plain = std::get_if<beast::tcp_stream>(&stream)) {
+  tcp_socket& tcp() {
+    if (auto* plain = std::get_if<tcp_socket>(&stream)) {
       return *plain;
     }
-    return beast::get_lowest_layer(std::get<tls_stream>(stream));
+    return std::get<tls_stream>(stream).next_layer();
   }
 
   /// Ends the pending operations (with `operation_aborted`).
   void cancel() {
     if (over_tcp()) {
-      return tcp().cancel();
+      beast::error_code ignored;
+      tcp().cancel(ignored);
+      return;
     }
     close();
   }
@@ -65,8 +68,8 @@ struct upstream_connection {
   void close() {
     if (over_tcp()) {
       beast::error_code ignored;
-      tcp().socket().shutdown(net::socket_base::shutdown_both, ignored);
-      tcp().socket().close(ignored);
+      tcp().shutdown(net::socket_base::shutdown_both, ignored);
+      tcp().close(ignored);
       return;
     }
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
@@ -74,7 +77,7 @@ struct upstream_connection {
 #endif
   }
 
-  /// Calls `f` with the stream HTTP is read from and written to (`tcp_stream` or `tls_stream`).
+  /// Calls `f` with the stream HTTP is read from and written to (`tcp::socket` or `tls_stream`).
   template <class F> decltype(auto) visit(F&& f) {
     return std::visit(std::forward<F>(f), stream);
   }
