@@ -292,7 +292,7 @@ template <class Stream> void server_session<Stream>::close() {
   closed_ = true;
   watch_.cancel();
   deadline_.cancel();
-  if constexpr (std::is_same_v<Stream, tcp::socket> || std::is_same_v<Stream, tls_stream>) {
+  if constexpr (over_tcp) {
     error_code ignored;
     socket()->shutdown(tcp::socket::shutdown_both, ignored);
     socket()->close(ignored);

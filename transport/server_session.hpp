@@ -59,11 +59,15 @@ private:
     body, ///< The rest of a request's body.
   };
 
-  /// The TCP socket under the stream; none under a `memory_stream` (the fuzz harness's).
+  /// A TCP socket is under the stream (not under the fuzz harness's `memory_stream`).
+  static constexpr bool over_tcp =
+      std::is_same_v<Stream, tcp::socket> || std::is_same_v<Stream, tls_stream>;
+
+  /// The TCP socket under the stream; none under a `memory_stream`.
   tcp::socket* socket() {
     if constexpr (std::is_same_v<Stream, tcp::socket>) {
       return &stream_;
-    } else if constexpr (std::is_same_v<Stream, tls_stream>) {
+    } else if constexpr (over_tcp) {
       return &stream_.next_layer();
     } else {
       return nullptr;
