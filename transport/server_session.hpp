@@ -4,11 +4,11 @@
 #include "transport/lazy_deadline.hpp"
 #include "transport/response_wire.hpp"
 #include "transport/session_reply.hpp"
+#include "transport/tls.hpp"
 #include "transport/write_backlog.hpp"
 #include "transport/write_watch.hpp"
 
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -20,9 +20,6 @@
 #include <vector>
 
 namespace troupe::transport {
-
-/// A client connection over TLS.
-using tls_stream = beast::ssl_stream<tcp::socket>;
 
 /// One client connection over `Stream` (`tcp::socket`, or `tls_stream` for HTTPS; in a
 /// fuzz build also `memory_stream`, see TROUPE_MEMORY_STREAM_SESSIONS): reads

@@ -1,11 +1,16 @@
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace troupe::transport {
+
+/// A connection over TLS, client or upstream: OpenSSL's stream over a plain TCP socket.
+using tls_stream = boost::beast::ssl_stream<boost::asio::ip::tcp::socket>;
 
 /// Why a TLS context could not be made: which of its files is bad, and how.
 struct tls_setup_error {

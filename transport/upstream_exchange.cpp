@@ -214,7 +214,7 @@ void upstream_exchange::do_connect() {
 }
 
 void upstream_exchange::do_handshake() {
-  auto& tls = std::get<upstream_connection::tls_stream>(conn_->stream);
+  auto& tls = std::get<tls_stream>(conn_->stream);
   auto* ssl = tls.native_handle();
   const auto& host = pool_->host();
   boost::system::error_code ec;

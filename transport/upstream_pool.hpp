@@ -2,10 +2,10 @@
 
 #include "transport/http_types.hpp"
 #include "transport/lazy_deadline.hpp"
+#include "transport/tls.hpp"
 
 #include <atomic>
 #include <boost/asio/strand.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -27,8 +27,8 @@ namespace troupe::transport {
 struct upstream_connection {
   /// A strand of the io_context, or (one io thread) the io_context's own executor.
   using executor_type = net::any_io_executor;
+  /// (Spelled out: the member `tcp()` hides the namespace's `tcp` in here.)
   using tcp_socket = net::ip::tcp::socket;
-  using tls_stream = beast::ssl_stream<tcp_socket>;
   using stream_type = std::variant<tcp_socket, tls_stream
 #ifdef TROUPE_MEMORY_STREAM_SESSIONS
                                    ,
