@@ -11,7 +11,7 @@ requests wrk completed.
 
 Usage: bench/proxy_cost.py [--targets troupe nginx] [--tool callgrind strace] [--concurrency 16]
                            [--duration 10] [--build build] [--troupe-bin PATH] [--log-level info]
-                           [--top 0] [--keep DIR]
+                           [--top 0] [--stages] [--keep DIR]
 """
 
 import argparse
@@ -43,20 +43,61 @@ def is_allocation(caller, callee):
     return name in ALLOC_FNS and not (caller or "").startswith("operator new")
 
 
+# The request path's stages as named functions, for `--stages`: (depth, label, the start of the
+# function's name as callgrind prints it). Each line is that function's inclusive cost per
+# request (its own instructions and those of everything it calls); an indented line is part of
+# the line above it, so lines are not to be summed.
+STAGES = [
+    (0, "client read: Beast's request parser (head, fields, body)",
+     "boost::beast::http::basic_parser<true>::put(boost::asio::const_buffer"),
+    (0, "front: route lookup", "troupe::gateway::route_table::find("),
+    (0, "front: request id", "troupe::gateway::request_id_of"),
+    (0, "front: spawn of the request actor", "troupe::actors::spawn_request("),
+    (0, "request actor: JSON scan of the body", "troupe::protocol::scan_and_validate("),
+    (0, "request actor: the pick", "troupe::actors::direct_picker::pick("),
+    (0, "request actor: the upstream call started",
+     "troupe::actors::(anonymous namespace)::single_path::start("),
+    (1, "the worker's header fields", "troupe::actors::upstream_headers("),
+    (1, "the request head serialized", "troupe::transport::serialize_request_head"),
+    (0, "worker's response: Beast's head parse",
+     "boost::beast::http::basic_parser<false>::put(boost::asio::const_buffer"),
+    (0, "relay: the client's head", "troupe::actors::relay_sink::on_head("),
+    (0, "relay: the body, then the answer sent", "troupe::actors::relay_sink::on_complete("),
+    (1, "HTTP metrics", "troupe::services::metrics::on_http_response("),
+    (0, "request actor: finish (log line, metrics, tracker, quit)",
+     "troupe::actors::finish_request("),
+    (1, "the log line's write (spdlog)", "spdlog::logger::log_it_("),
+    (1, "the actor's end", "caf::scheduled_actor::quit("),
+]
+
+
 def parse_callgrind(path, top):
     """(total instructions, allocation calls, top functions by exclusive instructions) of a
     callgrind output written with --compress-strings=no --compress-pos=no."""
+    return read_callgrind(path, top)[:3]
+
+
+def read_callgrind(path, top):
+    """`parse_callgrind`'s three, then the inclusive instructions by function and the exclusive
+    instructions by object file."""
     total = 0
     allocs = 0
     self_cost = collections.Counter()
+    inclusive = collections.Counter()
+    by_object = collections.Counter()
     fn = None
+    obj = None
+    fn_obj = None
     in_call = False
     call_target = None
     with open(path, errors="replace") as f:
         for line in f:
             if line.startswith("fn="):
                 fn = line[3:].strip()
+                fn_obj = obj
                 in_call = False
+            elif line.startswith("ob="):
+                obj = os.path.basename(line[3:].strip())
             elif line.startswith("cfn="):
                 call_target = line[4:].strip()
             elif line.startswith("calls="):
@@ -66,13 +107,31 @@ def parse_callgrind(path, top):
             elif line.startswith("summary:") or line.startswith("totals:"):
                 total = max(total, int(line.split()[1]))
             elif line[:1].isdigit() or line[:1] in "+-*":
+                parts = line.split()
+                if len(parts) < 2 or fn is None:
+                    continue
                 if in_call:
                     in_call = False  # the inclusive cost of the call: not this function's own
+                    if call_target != fn:
+                        inclusive[fn] += int(parts[1])
                     continue
-                parts = line.split()
-                if len(parts) >= 2 and fn is not None:
-                    self_cost[fn] += int(parts[1])
-    return total, allocs, self_cost.most_common(top) if top else []
+                self_cost[fn] += int(parts[1])
+                inclusive[fn] += int(parts[1])
+                by_object[fn_obj] += int(parts[1])
+    return total, allocs, self_cost.most_common(top) if top else [], inclusive, by_object
+
+
+def print_stages(inclusive, by_object, n):
+    """The request path's stages (`STAGES`) and the instructions of each object file, per
+    request."""
+    print("    stages (inclusive instructions/request; indented lines are part of the one above):")
+    for depth, label, prefix in STAGES:
+        cost = max((ir for name, ir in inclusive.items() if name.startswith(prefix)), default=None)
+        shown = f"{cost / n:>9,.0f}" if cost is not None else "      n/a"
+        print(f"    {shown}  {'  ' * depth}{label}")
+    print("    own instructions/request by object file:")
+    for obj, ir in by_object.most_common(6):
+        print(f"    {ir / n:>9,.0f}  {obj}")
 
 
 def start_sim(build, port):
@@ -137,7 +196,7 @@ def measure(target, tool, args, sim_port, script):
             subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
                            capture_output=True)
             dumps = sorted(glob.glob(out + "*"), key=os.path.getmtime)
-            total, allocs, top = parse_callgrind(dumps[-1], args.top)
+            total, allocs, top, inclusive, by_object = read_callgrind(dumps[-1], args.top)
             if args.keep:
                 os.makedirs(args.keep, exist_ok=True)
                 shutil.copy(dumps[-1], os.path.join(args.keep, f"{target}.callgrind"))
@@ -146,6 +205,8 @@ def measure(target, tool, args, sim_port, script):
                   flush=True)
             for name, ir in top:
                 print(f"    {ir / n:>9,.0f}  {name[:150]}")
+            if args.stages and target == "troupe":
+                print_stages(inclusive, by_object, n)
         else:
             st = subprocess.Popen(["strace", "-c", "-f", "-p", str(proc.pid)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -187,6 +248,9 @@ def main():
     ap.add_argument("--keep", help="copy the callgrind outputs (TARGET.callgrind) to this folder")
     ap.add_argument("--top", type=int, default=0,
                     help="also list the N functions with the most instructions of their own")
+    ap.add_argument("--stages", action="store_true",
+                    help="also list troupe's request path by stage (inclusive instructions of "
+                         "named functions) and its instructions by object file")
     args = ap.parse_args()
     args.troupe_bin = args.troupe_bin or os.path.join(args.build, "apps", "troupe", "troupe")
     tmp = tempfile.mkdtemp(prefix="troupe-cost-")
