@@ -41,12 +41,16 @@ wire_item response_framer::frame(write_item item) {
     serialize_head(w.prefix, res.base());
     w.prefix.append("Content-Length: ").append(std::to_string(res.body().size()));
     w.prefix.append(connection_field()).append("\r\n\r\n");
-    w.payload = std::move(res.body());
+    if (!head_request_) {
+      w.payload = std::move(res.body());
+    }
   } else if (auto* s = std::get_if<write_item::serialized>(&item.what)) {
     start_head(w.prefix, s->head);
     w.prefix.append("Content-Length: ").append(std::to_string(s->body.size()));
     w.prefix.append(connection_field()).append("\r\n\r\n");
-    w.payload = std::move(s->body);
+    if (!head_request_) {
+      w.payload = std::move(s->body);
+    }
   } else if (auto* h = std::get_if<write_item::head>(&item.what)) {
     if (version_ < 11) {
       keep_alive_ = false; // no chunked encoding in HTTP/1.0: the close ends the body
@@ -59,6 +63,8 @@ wire_item response_framer::frame(write_item item) {
     }
     w.prefix.append(version_ >= 11 ? connection_field() : "").append("\r\n\r\n");
     chunked_ = version_ >= 11;
+  } else if (head_request_) {
+    // A chunk or the end of a stream that answers a HEAD: the answer ended with its head.
   } else if (auto* c = std::get_if<write_item::chunk>(&item.what)) {
     if (chunked_) {
       char size[24];

@@ -44,12 +44,16 @@ void serialize_head(std::string& out, const http::response_header<>& head);
 
 /// Frames the responses of one connection, one at a time: heads get our framing fields, chunks
 /// chunked encoding (HTTP/1.0 clients get the raw stream, delimited by closing the connection).
+/// The answer to a HEAD request is its head alone (RFC 9110, 9.3.2): the framing fields a GET
+/// would get (`Content-Length`, `Transfer-Encoding`), never the content a handler gives.
 class response_framer {
 public:
-  /// A new response to a request of HTTP `version`; `keep_alive`: the connection may stay open.
-  void begin(unsigned version, bool keep_alive) noexcept {
+  /// A new response to a request of HTTP `version`; `keep_alive`: the connection may stay open;
+  /// `head_request`: the request was a HEAD.
+  void begin(unsigned version, bool keep_alive, bool head_request = false) noexcept {
     version_ = version;
     keep_alive_ = keep_alive;
+    head_request_ = head_request;
     chunked_ = false;
   }
 
@@ -66,9 +70,10 @@ private:
   /// The Connection field a response needs beyond HTTP's default, with its leading CRLF.
   std::string_view connection_field() const noexcept;
 
-  unsigned version_ = 11;  ///< HTTP version of the current request.
-  bool keep_alive_ = true; ///< The connection stays open after the current response.
-  bool chunked_ = false;   ///< The current stream uses chunked encoding.
+  unsigned version_ = 11;     ///< HTTP version of the current request.
+  bool keep_alive_ = true;    ///< The connection stays open after the current response.
+  bool chunked_ = false;      ///< The current stream uses chunked encoding.
+  bool head_request_ = false; ///< The current request is a HEAD: no content goes out.
 };
 
 } // namespace troupe::transport

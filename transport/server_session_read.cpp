@@ -152,8 +152,9 @@ template <class Stream> void server_session<Stream>::on_header(error_code ec) {
   // pipelined request would land inside the response before it (found by http_server_fuzz: a
   // 100 Continue in the body of a streamed answer). A request behind others gets no interim
   // response; its client sends the body when its own wait for one ends (RFC 9110 10.1.1).
-  if (req[http::field::expect] == "100-continue" && !current_ && queued_.empty() &&
-      writes_.empty() && !writing_) {
+  // An HTTP/1.0 request's expectation is ignored (RFC 9110 10.1.1: no 1xx to a 1.0 client).
+  if (req.version() >= 11 && req[http::field::expect] == "100-continue" && !current_ &&
+      queued_.empty() && writes_.empty() && !writing_) {
     auto interim =
         std::make_shared<http::response<http::empty_body>>(http::status::continue_, req.version());
     http::async_write(stream_, *interim,
@@ -261,7 +262,9 @@ template <class Stream> void server_session<Stream>::on_read_error(error_code ec
   auto res = std::make_shared<response>(http::status::bad_request, 11);
   res->set(http::field::content_type, "text/plain");
   res->body() = "malformed HTTP request: " + ec.message() + "\n";
-  framer_.close_after();
+  // Framed afresh (not as the request before it was): the connection closes after it, and the
+  // answer to a HEAD whose head went wrong after its request line is its head alone.
+  framer_.begin(11, false, parser_ && parser_->get().method() == http::verb::head);
   current_ = std::make_shared<session_reply>(this->weak_from_this(), ++seq_);
   deliver(seq_, write_item{std::move(res)}, true);
 }
@@ -295,7 +298,8 @@ void server_session<Stream>::accept_request(request&& req, inbound_status status
 
 template <class Stream>
 void server_session<Stream>::start_request(request&& req, inbound_status status) {
-  framer_.begin(req.version(), req.keep_alive() && status == inbound_status::complete);
+  framer_.begin(req.version(), req.keep_alive() && status == inbound_status::complete,
+                req.method() == http::verb::head);
   current_ = std::make_shared<session_reply>(this->weak_from_this(), ++seq_);
   response_ending_ = false;
   (*handler_)(std::move(req), status, current_);

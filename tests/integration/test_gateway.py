@@ -158,6 +158,37 @@ class DataPlaneTest(ProcessTestCase):
         self.assertRegex(r.headers["x-request-id"], r"^[0-9a-f]{32}$")
 
 
+def heads_then_get(port, head_paths, get_path):
+    """Sends HEAD requests for `head_paths` and a GET for `get_path`, pipelined on one keep-alive
+    connection; returns the HEADs' statuses, the GET's status and its body. Bytes after a HEAD's
+    head (its content) would be read as the next response's status line, and fail."""
+    wire = b"".join(f"HEAD {p} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for p in head_paths)
+    wire += f"GET {get_path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(wire)
+        data = b""
+        while True:
+            heads, pos = [], 0
+            while len(heads) <= len(head_paths):
+                end = data.find(b"\r\n\r\n", pos)
+                if end < 0:
+                    break
+                lines = data[pos:end].decode("latin-1").split("\r\n")
+                version, status = lines[0].split(" ")[:2]
+                assert version == "HTTP/1.1", f"not a status line: {lines[0]!r} in {data!r}"
+                fields = dict(line.lower().split(": ", 1) for line in lines[1:])
+                heads.append((int(status), fields))
+                pos = end + 4
+            if len(heads) == len(head_paths) + 1:
+                length = int(heads[-1][1]["content-length"])
+                if len(data) >= pos + length:
+                    assert len(data) == pos + length, f"bytes after the GET's answer: {data!r}"
+                    return [h[0] for h in heads[:-1]], heads[-1][0], data[pos:pos + length]
+            chunk = s.recv(65536)
+            assert chunk, f"connection closed after {data!r}"
+            data += chunk
+
+
 class StartupTest(unittest.TestCase):
     def test_a_port_in_use_stops_start_up_with_an_error(self):
         busy = socket.socket()
@@ -484,6 +515,20 @@ class BadInputTest(ProcessTestCase):
         m = get(self.gw.url + "/v1/chat/completions")
         self.assertEqual(m.status, 405)
         self.assertEqual(m.headers["allow"], "POST")
+        self.assert_still_serving()
+
+
+    def test_a_head_is_answered_with_its_head_alone_and_the_connection_goes_on(self):
+        # HEAD on the API: 405 (its routes are GET's and POST's), without content.
+        heads, status, body = heads_then_get(self.gw.port, ["/v1/models", "/v2/nothing"],
+                                             "/health")
+        self.assertEqual(heads, [405, 404])
+        self.assertEqual(status, 200)
+        # HEAD on the metrics port: 200 with the scrape's length, without the scrape.
+        heads, status, body = heads_then_get(self.gw.metrics_port, ["/metrics"], "/metrics")
+        self.assertEqual(heads, [200])
+        self.assertEqual(status, 200)
+        self.assertIn(b"troupe_", body)
         self.assert_still_serving()
 
 

@@ -2,6 +2,7 @@
 #include "transport/http_server.hpp"
 
 #include <atomic>
+#include <boost/asio/read_until.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
@@ -82,6 +83,21 @@ TEST_CASE("pipelined requests are answered in order") {
   CHECK(c.read().body() == "GET /b ");
 }
 
+TEST_CASE("a HEAD is answered with its head alone, a stream's too, and the connection goes on") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send_raw("HEAD /a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+             "GET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+  // The bytes on the wire up to the GET's body: a HEAD's content (or a chunk) would come first.
+  std::string wire;
+  boost::asio::read_until(c.socket, boost::asio::dynamic_buffer(wire), "GET /b ");
+  CHECK(wire == "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n"
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n"
+                "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nGET /b ");
+}
+
 TEST_CASE(
     "a body over the limit reaches the handler as payload_too_large, then the connection closes") {
   io_thread io;
@@ -106,6 +122,16 @@ TEST_CASE("Expect: 100-continue gets the interim response before the body is sen
   c.send_raw("hi");
   auto res = c.read();
   CHECK(res.body() == "POST /e hi");
+}
+
+TEST_CASE("an HTTP/1.0 request's Expect: 100-continue is ignored: no interim response") {
+  io_thread io;
+  echo_server s{io};
+  test_client c{s.server.port()};
+  c.send_raw("POST /e HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi");
+  std::string wire;
+  boost::asio::read_until(c.socket, boost::asio::dynamic_buffer(wire), "POST /e hi");
+  CHECK(wire.starts_with("HTTP/1.1 200 OK\r\n")); // not "HTTP/1.1 100 Continue"
 }
 
 TEST_CASE("a pipelined request's Expect: 100-continue never writes into the response before it") {

@@ -83,3 +83,33 @@ TEST_CASE("a serialized stream head is chunked on HTTP/1.1 and closes on HTTP/1.
   CHECK(head10 == "HTTP/1.1 200 OK\r\nx-a: 1\r\nConnection: close\r\n\r\n");
   CHECK_FALSE(f10.keep_alive());
 }
+
+TEST_CASE("the answer to a HEAD is its head alone, with the framing fields a GET would get") {
+  serialized_head head{200, "Content-Type: application/json\r\n"};
+  const std::string body = "{\"a\":1}";
+  response_framer f;
+  f.begin(11, true, true);
+  CHECK(bytes(f.frame(write_item{write_item::serialized{head, body}})) ==
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n");
+  f.begin(11, true, true);
+  CHECK(bytes(f.frame(write_item{std::make_shared<response>(to_response(head, body))})) ==
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n");
+  CHECK(f.keep_alive());
+  // A stream: its head (chunked, as a GET's), then nothing for its chunks nor its end.
+  f.begin(11, true, true);
+  CHECK(bytes(f.frame(write_item{write_item::head{{200, "x-a: 1\r\n"}}})) ==
+        "HTTP/1.1 200 OK\r\nx-a: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  CHECK(bytes(f.frame(write_item{write_item::chunk{"data: x\n\n"}})).empty());
+  CHECK(bytes(f.frame(write_item{write_item::last_chunk{}})).empty());
+  CHECK(f.keep_alive());
+  // HTTP/1.0: the head says the connection closes, as a GET's would.
+  f.begin(10, true, true);
+  CHECK(bytes(f.frame(write_item{write_item::head{{200, "x-a: 1\r\n"}}})) ==
+        "HTTP/1.1 200 OK\r\nx-a: 1\r\nConnection: close\r\n\r\n");
+  CHECK(bytes(f.frame(write_item{write_item::chunk{"data: x\n\n"}})).empty());
+  CHECK_FALSE(f.keep_alive());
+  // The next request on the connection is not a HEAD: its answer has its content again.
+  f.begin(11, true);
+  CHECK(
+      bytes(f.frame(write_item{write_item::serialized{head, body}})).ends_with("\r\n\r\n" + body));
+}
