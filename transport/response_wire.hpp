@@ -57,9 +57,6 @@ public:
     chunked_ = false;
   }
 
-  /// The connection closes after the current response.
-  void close_after() noexcept { keep_alive_ = false; }
-
   /// False once the connection must close after the current response.
   bool keep_alive() const noexcept { return keep_alive_; }
 
