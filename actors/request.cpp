@@ -430,7 +430,10 @@ transport::upstream_call make_upstream_call(request_self self, const worker_entr
                                             transport::call_body body) {
   auto& st = self->state;
   transport::upstream_call call;
-  call.method = st.in->req.method();
+  // A HEAD reaches a proxied route only as its GET's (route_table::find): the worker is asked
+  // for the GET, and the client's connection, which knows it asked a HEAD, gets the head alone.
+  auto method = st.in->req.method();
+  call.method = method == transport::http::verb::head ? transport::http::verb::get : method;
   call.target = std::string(st.in->req.target());
   call.body = std::move(body);
   call.headers = upstream_headers(st.in->req, worker, st.in->request_id, st.svc->cfg.api_key);

@@ -105,6 +105,11 @@ route_table::match route_table::find(http::verb method, std::string_view path) c
     return m; // longer than any pattern
   }
   std::span<const std::string_view> segments(parts.data(), count);
+  // A HEAD no route names is answered by the path's GET route (RFC 9110 9.3.2: HEAD is GET
+  // without the content; the transport drops the content): its match, kept on the way.
+  std::optional<match> get_route;
+  bool head_route = false;
+  bool get_seen = false;
   for (auto& r : routes_) {
     if (r.segments.size() != segments.size()) {
       continue;
@@ -135,10 +140,29 @@ route_table::match route_table::find(http::verb method, std::string_view path) c
       m.params = std::move(params);
       return m;
     }
+    head_route = head_route || r.method == http::verb::head;
+    get_seen = get_seen || r.method == http::verb::get;
+    if (method == http::verb::head && r.method == http::verb::get && !get_route) {
+      get_route.emplace();
+      get_route->handler = &r.handler;
+      get_route->format = r.format;
+      get_route->public_route = r.public_route;
+      get_route->pattern = &r.pattern;
+      get_route->path_known = true;
+      get_route->head_as_get = true;
+      get_route->params = std::move(params);
+    }
     if (!m.allowed.empty()) {
       m.allowed += ", ";
     }
     m.allowed += std::string(http::to_string(r.method));
+  }
+  if (get_route) {
+    return std::move(*get_route);
+  }
+  // Every GET route answers HEAD too: the 405's Allow says so.
+  if (get_seen && !head_route) {
+    m.allowed += ", HEAD";
   }
   return m;
 }

@@ -45,6 +45,10 @@ public:
     const std::string* pattern = nullptr; ///< The matched route's pattern (a metric label).
     bool path_known = false;              ///< Some method matches the path (else 404).
     std::string allowed;                  ///< Methods the path accepts, for 405's `Allow`.
+    /// A HEAD answered by the path's GET route (`handler` is the GET's): the handler runs as
+    /// for a GET (a proxied one asks its worker with a GET) and the transport, which knows
+    /// the request was a HEAD, sends the head alone.
+    bool head_as_get = false;
     std::vector<std::string> params;
   };
 

@@ -76,3 +76,42 @@ TEST_CASE("request ids spread over every hex digit in every position") {
     }
   }
 }
+
+TEST_CASE("a HEAD is served by the path's GET route unless a route names HEAD") {
+  route_table t;
+  int hit = 0;
+  t.add(verb::get, "/v1/models/{id}", [&](http_context&) { hit = 1; });
+  t.add(verb::delete_, "/v1/models/{id}", [&](http_context&) { hit = 2; });
+  t.add(verb::get, "/probe", [&](http_context&) { hit = 3; });
+  t.add(verb::head, "/probe", [&](http_context&) { hit = 4; });
+  t.add(verb::post, "/v1/chat/completions", [](http_context&) {});
+
+  auto m = t.find(verb::head, "/v1/models/m1");
+  REQUIRE(m.handler);
+  CHECK(m.head_as_get);
+  CHECK(m.params == std::vector<std::string>{"m1"});
+  REQUIRE(m.pattern);
+  CHECK(*m.pattern == "/v1/models/{id}");
+  http_context ctx;
+  (*m.handler)(ctx);
+  CHECK(hit == 1);
+
+  // A route of its own for HEAD wins over the GET's, wherever it is in the table.
+  auto own = t.find(verb::head, "/probe");
+  REQUIRE(own.handler);
+  CHECK_FALSE(own.head_as_get);
+  (*own.handler)(ctx);
+  CHECK(hit == 4);
+
+  // A GET is a GET.
+  CHECK_FALSE(t.find(verb::get, "/v1/models/m1").head_as_get);
+
+  // No GET route, no HEAD: 405, and the Allow of a GET route names HEAD.
+  auto post_only = t.find(verb::head, "/v1/chat/completions");
+  CHECK_FALSE(post_only.handler);
+  CHECK(post_only.path_known);
+  CHECK(post_only.allowed == "POST");
+  CHECK(t.find(verb::post, "/v1/models/m1").allowed == "GET, DELETE, HEAD");
+  CHECK(t.find(verb::post, "/probe").allowed == "GET, HEAD");
+  CHECK_FALSE(t.find(verb::head, "/nothing").path_known);
+}

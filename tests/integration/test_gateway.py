@@ -160,8 +160,9 @@ class DataPlaneTest(ProcessTestCase):
 
 def heads_then_get(port, head_paths, get_path):
     """Sends HEAD requests for `head_paths` and a GET for `get_path`, pipelined on one keep-alive
-    connection; returns the HEADs' statuses, the GET's status and its body. Bytes after a HEAD's
-    head (its content) would be read as the next response's status line, and fail."""
+    connection; returns the HEADs' (status, lower-cased fields), the GET's status and its body.
+    Bytes after a HEAD's head (its content) would be read as the next response's status line,
+    and fail."""
     wire = b"".join(f"HEAD {p} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for p in head_paths)
     wire += f"GET {get_path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
@@ -183,7 +184,7 @@ def heads_then_get(port, head_paths, get_path):
                 length = int(heads[-1][1]["content-length"])
                 if len(data) >= pos + length:
                     assert len(data) == pos + length, f"bytes after the GET's answer: {data!r}"
-                    return [h[0] for h in heads[:-1]], heads[-1][0], data[pos:pos + length]
+                    return heads[:-1], heads[-1][0], data[pos:pos + length]
             chunk = s.recv(65536)
             assert chunk, f"connection closed after {data!r}"
             data += chunk
@@ -519,14 +520,36 @@ class BadInputTest(ProcessTestCase):
 
 
     def test_a_head_is_answered_with_its_head_alone_and_the_connection_goes_on(self):
-        # HEAD on the API: 405 (its routes are GET's and POST's), without content.
-        heads, status, body = heads_then_get(self.gw.port, ["/v1/models", "/v2/nothing"],
-                                             "/health")
-        self.assertEqual(heads, [405, 404])
+        # HEAD on a GET route is that GET without its content (RFC 9110 9.3.2; smg's routes do
+        # the same): the status and Content-Length the GET gets. On a POST route 405 with
+        # `Allow: POST`, on an unknown path 404, each without content.
+        models = get(self.gw.url + "/v1/models")
+        self.assertEqual(models.status, 200)
+        heads, status, body = heads_then_get(
+            self.gw.port, ["/health", "/v1/models", "/v1/chat/completions", "/v2/nothing"],
+            "/v1/models")
+        self.assertEqual([h[0] for h in heads], [200, 200, 405, 404])
+        self.assertEqual(int(heads[1][1]["content-length"]), len(models.body))
+        self.assertEqual(heads[1][1]["content-type"], "application/json")
+        self.assertEqual(heads[2][1]["allow"], "post")  # (the helper lower-cases)
         self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body), models.json())
+        # A proxied GET route: the worker is asked with a GET, the client gets the head alone.
+        info = get(self.gw.url + "/get_server_info")
+        self.assertEqual(info.status, 200)
+        self.worker.clear()
+        heads, status, body = heads_then_get(self.gw.port, ["/get_server_info"], "/health")
+        self.assertEqual(heads[0][0], 200)
+        self.assertEqual(int(heads[0][1]["content-length"]), len(info.body))
+        self.assertEqual(status, 200)
+        asked = [(r["method"], r["path"]) for r in self.worker.requests()
+                 if r["path"] == "/get_server_info"]
+        self.assertEqual(asked, [("GET", "/get_server_info")])
+        # A GET route's 405 names HEAD among the methods it allows.
+        self.assertEqual(post(self.gw.url + "/v1/models", {}).headers["allow"], "GET, HEAD")
         # HEAD on the metrics port: 200 with the scrape's length, without the scrape.
         heads, status, body = heads_then_get(self.gw.metrics_port, ["/metrics"], "/metrics")
-        self.assertEqual(heads, [200])
+        self.assertEqual([h[0] for h in heads], [200])
         self.assertEqual(status, 200)
         self.assertIn(b"troupe_", body)
         self.assert_still_serving()
