@@ -4,6 +4,7 @@
 #include "gateway/metered_reply.hpp"
 #include "transport/header_fields.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -89,9 +90,53 @@ void route_table::add(http::verb method, std::string pattern, endpoint_handler h
   }
   routes_.push_back(
       {method, std::move(pattern), std::move(segments), std::move(handler), format, public_route});
+  index_literal_paths();
+}
+
+void route_table::index_literal_paths() {
+  // Recomputed whole on each add (a table has tens of routes, added once at start-up): the
+  // answers point into `routes_`, which an add may move.
+  literal_.clear();
+  std::vector<http::verb> methods{http::verb::head};
+  for (const auto& r : routes_) {
+    if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) {
+      methods.push_back(r.method);
+    }
+  }
+  for (const auto& r : routes_) {
+    if (std::any_of(r.segments.begin(), r.segments.end(), is_param)) {
+      continue;
+    }
+    std::string path;
+    for (const auto& segment : r.segments) {
+      path += '/';
+      path += segment;
+    }
+    if (path.empty() || literal_.contains(path)) {
+      continue;
+    }
+    literal_answers answers;
+    for (auto method : methods) {
+      answers.by_method.emplace_back(method, scan(method, path));
+    }
+    answers.otherwise = scan(http::verb::unknown, path);
+    literal_.emplace(std::move(path), std::move(answers));
+  }
 }
 
 route_table::match route_table::find(http::verb method, std::string_view path) const {
+  if (auto it = literal_.find(path); it != literal_.end()) {
+    for (const auto& [m, answer] : it->second.by_method) {
+      if (m == method) {
+        return answer;
+      }
+    }
+    return it->second.otherwise;
+  }
+  return scan(method, path);
+}
+
+route_table::match route_table::scan(http::verb method, std::string_view path) const {
   match m;
   std::array<std::string_view, max_segments + 1> parts;
   std::size_t count = 0;

@@ -115,3 +115,49 @@ TEST_CASE("a HEAD is served by the path's GET route unless a route names HEAD") 
   CHECK(t.find(verb::post, "/probe").allowed == "GET, HEAD");
   CHECK_FALSE(t.find(verb::head, "/nothing").path_known);
 }
+
+TEST_CASE("a literal path's answer from the index is the scan's, for every method") {
+  // "/a/b" is looked up in the index of literal paths; "//a//b/" (the same segments) is not
+  // and takes the scan: both must answer alike, whichever route comes first in the table.
+  route_table t;
+  t.add(verb::get, "/v1/responses/{id}", [](http_context&) {});
+  t.add(verb::post, "/v1/responses/input", [](http_context&) {});
+  t.add(verb::delete_, "/v1/responses/{id}", [](http_context&) {});
+  t.add(
+      verb::get, "/health", [](http_context&) {}, protocol::api_format::openai, true);
+  t.add(
+      verb::post, "/v1/messages", [](http_context&) {}, protocol::api_format::anthropic);
+  t.add(verb::head, "/probe", [](http_context&) {});
+  t.add(verb::get, "/probe", [](http_context&) {});
+  for (std::string path : {"/v1/responses/input", "/health", "/v1/messages", "/probe"}) {
+    std::string scattered = "/";
+    for (char c : path) {
+      scattered += c;
+      if (c == '/') {
+        scattered += '/';
+      }
+    }
+    scattered += '/';
+    for (auto method : {verb::get, verb::head, verb::post, verb::delete_, verb::put, verb::options,
+                        verb::patch}) {
+      CAPTURE(path, scattered, transport::http::to_string(method));
+      auto a = t.find(method, path);
+      auto b = t.find(method, scattered);
+      CHECK(a.handler == b.handler);
+      CHECK(a.format == b.format);
+      CHECK(a.public_route == b.public_route);
+      CHECK(a.pattern == b.pattern);
+      CHECK(a.path_known == b.path_known);
+      CHECK(a.allowed == b.allowed);
+      CHECK(a.head_as_get == b.head_as_get);
+      CHECK(a.params == b.params);
+    }
+  }
+  // The parameter route comes first in the table for GET, the literal one answers POST.
+  auto get = t.find(verb::get, "/v1/responses/input");
+  REQUIRE(get.handler);
+  CHECK(get.params == std::vector<std::string>{"input"});
+  CHECK(t.find(verb::post, "/v1/responses/input").params.empty());
+  CHECK(t.find(verb::put, "/v1/responses/input").allowed == "GET, POST, DELETE, HEAD");
+  CHECK(t.find(verb::post, "/v1/messages").format == protocol::api_format::anthropic);
+}
