@@ -54,6 +54,13 @@ public:
     std::vector<std::string> params;
   };
 
+  route_table() = default;
+  // A copy's index would point into the original's routes; a move keeps them where they are.
+  route_table(const route_table&) = delete;
+  route_table& operator=(const route_table&) = delete;
+  route_table(route_table&&) noexcept = default;
+  route_table& operator=(route_table&&) noexcept = default;
+
   /// Adds a route. `public_route` routes (health probes) need no API key.
   void add(transport::http::verb method, std::string pattern, endpoint_handler handler,
            protocol::api_format format = protocol::api_format::openai, bool public_route = false);
