@@ -248,8 +248,8 @@ fleet_index fleet_index::replaced(const worker_entry& old, const worker_entry& n
 
 fleet_index fleet_index::of(const worker_list& workers) {
   // One pass into groups of our own, frozen at the end: O(workers x their models).
-  std::unordered_map<std::string, std::array<std::shared_ptr<candidate_group>, 3>, string_hash,
-                     std::equal_to<>>
+  std::unordered_map<std::string, std::array<std::shared_ptr<candidate_group>, 3>,
+                     protocol::string_hash, std::equal_to<>>
       groups;
   for (auto& w : workers) {
     if (w->models.empty()) {

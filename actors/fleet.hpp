@@ -3,6 +3,7 @@
 #include "actors/worker_list.hpp"
 #include "actors/worker_live.hpp"
 #include "actors/worker_proxy.hpp"
+#include "protocol/string_hash.hpp"
 #include "protocol/worker.hpp"
 
 #include <array>
@@ -118,14 +119,9 @@ public:
 private:
   using group_ptr = std::shared_ptr<const candidate_group>;
   using by_role = std::array<group_ptr, 3>; ///< By `worker_type`.
-  struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
-  };
   /// Model id -> groups; the key "" holds every worker that serves some model.
-  using model_map = std::unordered_map<std::string, by_role, string_hash, std::equal_to<>>;
+  using model_map =
+      std::unordered_map<std::string, by_role, protocol::string_hash, std::equal_to<>>;
 
   fleet_index edit(const worker_entry& w, bool add) const;
 

@@ -150,9 +150,19 @@ route_table::match route_table::scan(http::verb method, std::string_view path) c
     return m; // longer than any pattern
   }
   std::span<const std::string_view> segments(parts.data(), count);
+  // The answer of route `r`, whose parameter segments hold `params`.
+  auto answer = [&m](const route& r, std::vector<std::string>&& params) {
+    m.handler = &r.handler;
+    m.format = r.format;
+    m.public_route = r.public_route;
+    m.pattern = &r.pattern;
+    m.params = std::move(params);
+    return std::move(m);
+  };
   // A HEAD no route names is answered by the path's GET route (RFC 9110 9.3.2: HEAD is GET
-  // without the content; the transport drops the content): its match, kept on the way.
-  std::optional<match> get_route;
+  // without the content; the transport drops the content), kept on the way.
+  const route* get_route = nullptr;
+  std::vector<std::string> get_params;
   bool head_route = false;
   bool get_seen = false;
   for (auto& r : routes_) {
@@ -178,24 +188,13 @@ route_table::match route_table::scan(http::verb method, std::string_view path) c
     }
     m.path_known = true;
     if (r.method == method) {
-      m.handler = &r.handler;
-      m.format = r.format;
-      m.public_route = r.public_route;
-      m.pattern = &r.pattern;
-      m.params = std::move(params);
-      return m;
+      return answer(r, std::move(params));
     }
     head_route = head_route || r.method == http::verb::head;
     get_seen = get_seen || r.method == http::verb::get;
     if (method == http::verb::head && r.method == http::verb::get && !get_route) {
-      get_route.emplace();
-      get_route->handler = &r.handler;
-      get_route->format = r.format;
-      get_route->public_route = r.public_route;
-      get_route->pattern = &r.pattern;
-      get_route->path_known = true;
-      get_route->head_as_get = true;
-      get_route->params = std::move(params);
+      get_route = &r;
+      get_params = std::move(params);
     }
     if (!m.allowed.empty()) {
       m.allowed += ", ";
@@ -203,7 +202,9 @@ route_table::match route_table::scan(http::verb method, std::string_view path) c
     m.allowed += std::string(http::to_string(r.method));
   }
   if (get_route) {
-    return std::move(*get_route);
+    m.allowed.clear();
+    m.head_as_get = true;
+    return answer(*get_route, std::move(get_params));
   }
   // Every GET route answers HEAD too: the 405's Allow says so.
   if (get_seen && !head_route) {

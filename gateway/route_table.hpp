@@ -2,6 +2,7 @@
 
 #include "actors/gateway_services.hpp"
 #include "protocol/error.hpp"
+#include "protocol/string_hash.hpp"
 #include "transport/http_server.hpp"
 
 #include <chrono>
@@ -80,12 +81,6 @@ private:
     std::vector<std::pair<transport::http::verb, match>> by_method;
     match otherwise; ///< For a method no route has.
   };
-  struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
-  };
 
   struct route {
     transport::http::verb method;
@@ -96,7 +91,7 @@ private:
     bool public_route;
   };
   std::vector<route> routes_;
-  std::unordered_map<std::string, literal_answers, string_hash, std::equal_to<>> literal_;
+  std::unordered_map<std::string, literal_answers, protocol::string_hash, std::equal_to<>> literal_;
 };
 
 /// The transport handler of a node: request id, payload limit, authentication, route lookup

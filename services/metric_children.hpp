@@ -3,6 +3,8 @@
 // The labelled children of a metric family, cached (services/metrics.cpp): the hot path finds a
 // child under a shared lock instead of hashing a fresh label map in prometheus' `Family::Add`.
 
+#include "protocol/string_hash.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -47,14 +49,6 @@ private:
   std::array<char, 192> buf_;
   std::string heap_;
   std::string_view view_;
-};
-
-/// Hashes `label_key` views and strings alike (heterogeneous lookup).
-struct key_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
 };
 
 /// The children of one labelled family, created on first use and cached: the hot path looks a
@@ -107,7 +101,7 @@ private:
   std::vector<std::string> names_;
   factory make_;
   std::shared_mutex mx_;
-  std::unordered_map<std::string, T*, key_hash, std::equal_to<>> children_;
+  std::unordered_map<std::string, T*, protocol::string_hash, std::equal_to<>> children_;
   std::atomic<const typename decltype(children_)::value_type*> last_{nullptr};
   T* overflow_ = nullptr;
 };

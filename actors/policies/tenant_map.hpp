@@ -3,6 +3,7 @@
 #include "actors/fleet.hpp"
 #include "actors/policies/flat_map.hpp"
 #include "actors/policies/fleet_cursor.hpp"
+#include "protocol/string_hash.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -68,20 +69,13 @@ public:
   std::uint64_t rebuilds() const noexcept { return rebuilds_; }
 
 private:
-  struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
-  };
-
   tenant number(const std::string& id);
   void apply(const fleet_change& change, protocol::worker_type role, const forget_fn& forget);
   void rebuild(const fleet_snapshot& fleet, protocol::worker_type role, const forget_fn& forget);
   void release(std::string_view id, const forget_fn& forget);
 
   fleet_cursor cursor_;
-  std::unordered_map<std::string, tenant, string_hash, std::equal_to<>> by_id_;
+  std::unordered_map<std::string, tenant, protocol::string_hash, std::equal_to<>> by_id_;
   flat_map<const worker_entry*, tenant> by_entry_; ///< Entries of the last snapshot.
   std::vector<const worker_entry*> entry_of_;      ///< By tenant.
   std::vector<tenant> free_;                       ///< Numbers of workers gone.
