@@ -1,5 +1,7 @@
 #pragma once
 
+#include "transport/request_fields.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -15,8 +17,8 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-/// An HTTP request as the gateway receives it.
-using request = http::request<http::string_body>;
+/// An HTTP request as the gateway receives it: Beast's message, its fields kept flat.
+using request = http::message<true, http::string_body, request_fields>;
 
 /// A complete HTTP response.
 using response = http::response<http::string_body>;

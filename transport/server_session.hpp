@@ -2,6 +2,7 @@
 
 #include "transport/http_server.hpp"
 #include "transport/lazy_deadline.hpp"
+#include "transport/request_parser.hpp"
 #include "transport/response_wire.hpp"
 #include "transport/session_reply.hpp"
 #include "transport/tls.hpp"
@@ -121,7 +122,7 @@ private:
   std::shared_ptr<const server_options> opts_;
   std::shared_ptr<const request_handler> handler_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<request_parser> parser_;
   std::deque<queued_request> queued_;      ///< Requests read ahead (pipelined).
   std::shared_ptr<session_reply> current_; ///< The request being answered.
   response_framer framer_;                 ///< Frames the current response.
@@ -133,7 +134,6 @@ private:
   write_watch watch_;                      ///< The write timeout.
   lazy_deadline deadline_;                 ///< The read deadline (see `expect`).
   waiting waiting_ = waiting::none;        ///< What the deadline bounds.
-  std::size_t head_bytes_ = 0;             ///< Bytes of the current head parsed so far.
   std::uint64_t seq_ = 0;                  ///< Sequence number of the latest response.
   bool head_started_ = false;              ///< Bytes of the next head arrived.
   bool aborting_ = false;                  ///< Close once the queue is written.

@@ -37,10 +37,6 @@ constexpr std::size_t head_read_size = 4096;
 /// A body with at least this many bytes still to come is read straight into the request.
 constexpr std::size_t direct_body_read_min = 16 * 1024;
 
-/// A header field takes at least this many bytes ("a:" and its CRLF): a head shorter than
-/// `max * min_field_bytes` cannot have more than `max` fields, so most are never counted.
-constexpr std::size_t min_field_bytes = 4;
-
 } // namespace
 
 template <class Stream> void server_session<Stream>::do_read() {
@@ -51,7 +47,6 @@ template <class Stream> void server_session<Stream>::do_read() {
   parser_->body_limit(opts_->body_limit);
   parser_->header_limit(static_cast<std::uint32_t>(opts_->header_limit));
   reading_ = true;
-  head_bytes_ = 0;
   head_started_ = buffer_.size() > 0; // a pipelined head (response_done set its deadline)
   if (head_started_) {
     error_code ec;
@@ -128,7 +123,6 @@ template <class Stream> bool server_session<Stream>::parse_head(error_code& ec) 
   // The parser takes the request line and whole fields as they come (also with `need_more`).
   auto n = parser_->put(buffer_.data(), ec);
   buffer_.consume(n);
-  head_bytes_ += n;
   if (ec == http::error::need_more) {
     ec = {};
     return false;
@@ -142,9 +136,7 @@ template <class Stream> void server_session<Stream>::on_header(error_code ec) {
   }
   head_started_ = false;
   auto& req = parser_->get();
-  if (auto max = opts_->max_header_fields;
-      max > 0 && head_bytes_ > max * min_field_bytes &&
-      static_cast<std::size_t>(std::distance(req.begin(), req.end())) > max) {
+  if (auto max = opts_->max_header_fields; max > 0 && req.size() > max) {
     return refuse(inbound_status::too_many_headers, parser_->release());
   }
   // Answer the interim response so clients (curl) send the body at once — but only when this

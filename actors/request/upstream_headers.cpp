@@ -66,11 +66,15 @@ void anthropic_headers(const transport::request& req, const worker_entry& worker
   out.add("anthropic-version", version.empty() ? default_anthropic_version : version);
   // Betas may come in several headers; the API takes them comma-separated in one.
   std::string betas;
-  for (auto [it, end] = req.equal_range("anthropic-beta"); it != end; ++it) {
+  for (const auto& f : req) {
+    if (f.name() != transport::http::field::unknown ||
+        !transport::beast::iequals(f.name_string(), "anthropic-beta")) {
+      continue;
+    }
     if (!betas.empty()) {
       betas += ",";
     }
-    betas.append(it->value());
+    betas.append(f.value());
   }
   if (!betas.empty()) {
     out.add("anthropic-beta", betas);

@@ -365,6 +365,9 @@ def main():
     for r in requests:
         write("http_server_fuzz", b"\x00" + r)
         write("http_server_fuzz", b"\x01" + r)
+        # request_parser_diff_fuzz: at once; in pieces of 3; a byte at a time, small limits, eager.
+        for mode in (0x00, 0x03, 0x31):
+            write("request_parser_diff_fuzz", bytes([mode]) + r)
     for r in responses:
         write("upstream_response_fuzz", b"\x00" + r)
         write("upstream_response_fuzz", b"\x01" + r)
