@@ -6,6 +6,7 @@
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -74,6 +75,15 @@ public:
       known_.push_back(known);
       text_.emplace_back(text);
       unknown_ += known == boost::beast::http::field::unknown ? 1 : 0;
+      if (known != boost::beast::http::field::unknown) {
+        auto k = static_cast<std::size_t>(known);
+        if (k >= slot_.size()) {
+          slot_.resize(k + 1, no_slot);
+        }
+        if (slot_[k] == no_slot) {
+          slot_[k] = static_cast<std::uint16_t>(known_.size() - 1);
+        }
+      }
     }
   }
 
@@ -85,7 +95,12 @@ private:
   friend void first_fields(const Fields& fields, const field_names& names,
                            std::span<std::optional<std::string_view>> out);
 
+  static constexpr std::uint16_t no_slot = 0xFFFF;
+
   std::vector<boost::beast::http::field> known_; ///< `unknown` for a name Beast does not know.
+  /// For each of Beast's field enums up to the largest among the names, the first name's
+  /// index, or `no_slot`: a field Beast knows is matched by one lookup, whatever the list's size.
+  std::vector<std::uint16_t> slot_;
   std::vector<std::string> text_;
   std::size_t unknown_ = 0; ///< How many names Beast does not know.
 };
@@ -102,7 +117,13 @@ void first_fields(const Fields& fields, const field_names& names,
   for (auto& f : fields) {
     auto k = f.name();
     if (k != field::unknown) {
-      for (std::size_t i = 0; i < out.size(); ++i) {
+      auto ki = static_cast<std::size_t>(k);
+      if (ki >= names.slot_.size() || names.slot_[ki] == field_names::no_slot) {
+        continue;
+      }
+      // The first name that is this field and has no value yet (a name listed twice takes
+      // the field's next occurrence, as the scan of every name did).
+      for (std::size_t i = names.slot_[ki]; i < out.size(); ++i) {
         if (names.known_[i] == k && !out[i]) {
           out[i] = f.value();
           break;

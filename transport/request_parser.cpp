@@ -4,13 +4,14 @@ namespace troupe::transport {
 
 namespace {
 
-std::string_view view(beast::string_view s) noexcept { return {s.data(), s.size()}; }
+std::string_view view(beast::string_view s) noexcept {
+  return {s.data(), s.size()};
+}
 
 } // namespace
 
 void request_parser::on_request_impl(http::verb method, beast::string_view method_str,
-                                     beast::string_view target, int version,
-                                     beast::error_code&) {
+                                     beast::string_view target, int version, beast::error_code&) {
   msg_.target(target);
   if (method != http::verb::unknown) {
     msg_.method(method);

@@ -23,8 +23,8 @@ public:
   request release() noexcept { return std::move(msg_); }
 
 private:
-  void on_request_impl(http::verb method, beast::string_view method_str,
-                       beast::string_view target, int version, beast::error_code& ec) override;
+  void on_request_impl(http::verb method, beast::string_view method_str, beast::string_view target,
+                       int version, beast::error_code& ec) override;
   void on_response_impl(int, beast::string_view, int, beast::error_code& ec) override;
   void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
                      beast::error_code& ec) override;

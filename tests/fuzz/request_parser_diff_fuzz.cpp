@@ -11,9 +11,9 @@
 #include "tests/fuzz/fuzz_check.hpp"
 #include "transport/request_parser.hpp"
 
+#include <algorithm>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/ostream.hpp>
-#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <sstream>
@@ -84,9 +84,9 @@ template <class A, class B> void check_same_head(const A& ours, const B& theirs)
   FUZZ_CHECK(ours.keep_alive() == theirs.keep_alive());
   FUZZ_CHECK(ours.chunked() == theirs.chunked());
   FUZZ_CHECK(ours.has_content_length() == theirs.has_content_length());
-  for (auto name : {http::field::host, http::field::content_type, http::field::content_length,
-                    http::field::connection, http::field::transfer_encoding,
-                    http::field::authorization}) {
+  for (auto name :
+       {http::field::host, http::field::content_type, http::field::content_length,
+        http::field::connection, http::field::transfer_encoding, http::field::authorization}) {
     FUZZ_CHECK(ours[name] == theirs[name]);
     FUZZ_CHECK(ours.count(name) == theirs.count(name));
   }
