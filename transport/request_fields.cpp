@@ -156,7 +156,7 @@ void request_fields::add_block(std::size_t bytes) {
   // One byte more than is handed out: Boost 1.74's `beast::iequals` reads one byte past both
   // strings when they differ in case (found by request_parser_diff_fuzz). Beast's own fields
   // never end where their allocation does; text kept here may.
-  blocks_.push_back(std::make_unique<char[]>(size + 1));
+  blocks_.push_back(std::make_unique_for_overwrite<char[]>(size + 1));
   next_ = blocks_.back().get();
   limit_ = next_ + size;
 }
