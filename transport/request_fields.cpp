@@ -24,16 +24,21 @@ bool same_name(const request_field& f, http::field name) noexcept {
   return f.known == name;
 }
 
+/// A test for fields named `name` (Beast's enum, or text ignoring case).
+template <class Name> auto named(Name name) noexcept {
+  return [name](const request_field& f) { return same_name(f, name); };
+}
+
 /// A field's name as Beast would resolve it (`unknown` for a name Beast does not know).
 http::field known_name(std::string_view name) {
-  return http::string_to_field(boost::beast::string_view(name.data(), name.size()));
+  return http::string_to_field(name);
 }
 
 /// `tokens` without the token `drop` (ignoring case), as a comma-separated list.
 std::string without_token(std::string_view tokens, std::string_view drop) {
   std::string out;
-  for (auto token : http::token_list{boost::beast::string_view(tokens.data(), tokens.size())}) {
-    if (boost::beast::iequals(token, boost::beast::string_view(drop.data(), drop.size()))) {
+  for (auto token : http::token_list{tokens}) {
+    if (boost::beast::iequals(token, drop)) {
       continue;
     }
     if (!out.empty()) {
@@ -60,12 +65,8 @@ request_fields::request_fields(const request_fields& other) {
   *this = other;
 }
 
-request_fields::request_fields(request_fields&& other) noexcept
-    : fields_(std::move(other.fields_)), blocks_(std::move(other.blocks_)),
-      next_(std::exchange(other.next_, nullptr)), limit_(std::exchange(other.limit_, nullptr)),
-      method_(std::exchange(other.method_, {})), target_(std::exchange(other.target_, {})) {
-  other.fields_.clear();
-  other.blocks_.clear();
+request_fields::request_fields(request_fields&& other) noexcept {
+  *this = std::move(other);
 }
 
 request_fields& request_fields::operator=(request_fields&& other) noexcept {
@@ -105,21 +106,19 @@ request_fields& request_fields::operator=(const request_fields& other) {
 // -- reading --
 
 request_fields::const_iterator request_fields::find(http::field name) const noexcept {
-  return std::find_if(begin(), end(), [&](const request_field& f) { return same_name(f, name); });
+  return std::find_if(begin(), end(), named(name));
 }
 
 request_fields::const_iterator request_fields::find(std::string_view name) const noexcept {
-  return std::find_if(begin(), end(), [&](const request_field& f) { return same_name(f, name); });
+  return std::find_if(begin(), end(), named(name));
 }
 
 std::size_t request_fields::count(http::field name) const noexcept {
-  return static_cast<std::size_t>(
-      std::count_if(begin(), end(), [&](const request_field& f) { return same_name(f, name); }));
+  return static_cast<std::size_t>(std::count_if(begin(), end(), named(name)));
 }
 
 std::size_t request_fields::count(std::string_view name) const noexcept {
-  return static_cast<std::size_t>(
-      std::count_if(begin(), end(), [&](const request_field& f) { return same_name(f, name); }));
+  return static_cast<std::size_t>(std::count_if(begin(), end(), named(name)));
 }
 
 std::string_view request_fields::operator[](http::field name) const noexcept {
@@ -133,15 +132,14 @@ std::string_view request_fields::operator[](std::string_view name) const noexcep
 }
 
 std::string_view request_fields::at(http::field name) const {
-  auto it = find(name);
-  if (it == end()) {
-    throw std::out_of_range("no such header field");
-  }
-  return it->value_text;
+  return value_at(find(name));
 }
 
 std::string_view request_fields::at(std::string_view name) const {
-  auto it = find(name);
+  return value_at(find(name));
+}
+
+std::string_view request_fields::value_at(const_iterator it) const {
   if (it == end()) {
     throw std::out_of_range("no such header field");
   }
@@ -171,8 +169,7 @@ void request_fields::insert(http::field name, std::string_view name_text, std::s
 }
 
 void request_fields::insert(http::field name, std::string_view value) {
-  auto text = http::to_string(name);
-  insert(name, std::string_view(text.data(), text.size()), value);
+  insert(name, http::to_string(name), value);
 }
 
 void request_fields::insert(std::string_view name, std::string_view value) {
@@ -190,26 +187,23 @@ void request_fields::set(std::string_view name, std::string_view value) {
 }
 
 std::size_t request_fields::erase(http::field name) {
-  auto before = fields_.size();
-  fields_.erase(std::remove_if(fields_.begin(), fields_.end(),
-                               [&](const request_field& f) { return same_name(f, name); }),
-                fields_.end());
-  return before - fields_.size();
+  return erase_named(name);
 }
 
 std::size_t request_fields::erase(std::string_view name) {
+  return erase_named(name);
+}
+
+template <class Name> std::size_t request_fields::erase_named(Name name) {
   auto before = fields_.size();
-  fields_.erase(std::remove_if(fields_.begin(), fields_.end(),
-                               [&](const request_field& f) { return same_name(f, name); }),
-                fields_.end());
+  fields_.erase(std::remove_if(fields_.begin(), fields_.end(), named(name)), fields_.end());
   return before - fields_.size();
 }
 
 // -- Beast's Fields concept (the same meaning as `basic_fields`) --
 
 bool request_fields::get_chunked_impl() const {
-  auto te = (*this)[http::field::transfer_encoding];
-  http::token_list list{boost::beast::string_view(te.data(), te.size())};
+  http::token_list list{(*this)[http::field::transfer_encoding]};
   for (auto it = list.begin(); it != list.end();) {
     auto next = std::next(it);
     if (next == list.end()) {
@@ -225,7 +219,7 @@ bool request_fields::get_keep_alive_impl(unsigned version) const {
   if (it == end()) {
     return version >= 11;
   }
-  http::token_list list{boost::beast::string_view(it->value_text.data(), it->value_text.size())};
+  http::token_list list{it->value_text};
   return version < 11 ? list.exists("keep-alive") : !list.exists("close");
 }
 
@@ -271,10 +265,7 @@ void request_fields::set_keep_alive_impl(unsigned version, bool keep_alive) {
 // -- the writer --
 
 request_fields::writer::writer(const request_fields& fields, unsigned version, http::verb method) {
-  auto verb = method == http::verb::unknown ? fields.method_ : [&] {
-    auto s = http::to_string(method);
-    return std::string_view(s.data(), s.size());
-  }();
+  auto verb = method == http::verb::unknown ? fields.method_ : http::to_string(method);
   head_.reserve(64 + fields.target_.size());
   head_.append(verb).append(" ").append(fields.target_).append(" HTTP/");
   head_.push_back(static_cast<char>('0' + version / 10));

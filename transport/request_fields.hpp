@@ -139,6 +139,10 @@ private:
   }
   /// Starts a block with room for at least `bytes`.
   void add_block(std::size_t bytes);
+  /// The value `it` points at; throws `std::out_of_range` at `end()`.
+  std::string_view value_at(const_iterator it) const;
+  /// Removes every field `name` (Beast's enum, or text ignoring case); says how many.
+  template <class Name> std::size_t erase_named(Name name);
   /// Replaces the `name` fields' token list (Connection, Transfer-Encoding) by `tokens`
   /// (erasing the fields when it is empty).
   template <class Name> void set_list(Name name, std::string_view tokens);

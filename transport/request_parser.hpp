@@ -7,6 +7,8 @@
 
 #include "transport/http_types.hpp"
 
+#include <optional>
+
 namespace troupe::transport {
 
 /// Parses one request (a parser per request, as Beast's): `put`, or Beast's `async_read`,
@@ -38,6 +40,9 @@ private:
   void on_finish_impl(beast::error_code&) override {}
 
   request msg_;
+  /// Beast's writer of a `string_body` (room for a body of known length at once), from the
+  /// end of the head on.
+  std::optional<http::string_body::reader> body_;
 };
 
 } // namespace troupe::transport
