@@ -20,11 +20,14 @@ measurements were.
 
 With --register-only it measures registration alone (no load): time until listed and until
 routable, and RSS per worker, for each way of registering given (--register flag post) and for
-each build given (--builds build /tmp/base: before/after in one run, interleaved per round).
+each build given (--builds build /tmp/base: before/after in one run, interleaved per round);
+with --settle S also the RSS per worker S seconds later, once the allocator has returned what
+the registration's burst freed (jemalloc decays freed pages over 10 s).
 
 Usage: bench/fleet_scale.py [--workers 4 500 2000 4000] [--policies round_robin ...]
            [--rounds 3] [--duration 5] [--warmup S] [--concurrency 1 64] [--register flag|post]
-           [--churn 50] [--build build] [--builds b1 b2] [--register-only] [--json out.json]
+           [--churn 50] [--build build] [--builds b1 b2] [--register-only [--settle S]]
+           [--json out.json]
            [--profile N]
 Needs wrk, nginx and taskset (scripts/install-deps.sh); perf for --profile.
 """
@@ -321,6 +324,8 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 64])
     ap.add_argument("--register", choices=["flag", "post"], nargs="+", default=["flag"])
+    ap.add_argument("--settle", type=float, default=0, metavar="S",
+                    help="--register-only: also the RSS per worker S seconds after routable")
     ap.add_argument("--register-only", action="store_true",
                     help="measure registration time and memory only (no load)")
     ap.add_argument("--churn", type=float, default=0,
@@ -451,20 +456,31 @@ def register_only(args, builds):
                             gw0.stop()
                             gw = Gateway(binary, policy, urls[:w], reg, args.gateway_cpu,
                                          args.log_level)
+                            settled = None
+                            if args.settle:
+                                time.sleep(args.settle)
+                                settled = rss_mb(gw.proc.pid)
                             gw.stop()
                             row = {"round": rnd + 1, "policy": policy, "workers": w,
                                    "register": reg, "build": build, "listed_s": gw.listed_s,
                                    "routable_s": gw.routable_s, "rss_mb": gw.rss,
                                    "rss_empty_mb": empty,
                                    "kb_per_worker": (gw.rss - empty) * 1024 / w}
+                            line = f"rss {gw.rss:6.1f} MB ({row['kb_per_worker']:.1f} KB/worker)"
+                            if settled is not None:
+                                row["rss_settled_mb"] = settled
+                                row["kb_per_worker_settled"] = (settled - empty) * 1024 / w
+                                line += (f", {args.settle:g} s later {settled:6.1f} MB "
+                                         f"({row['kb_per_worker_settled']:.1f} KB/worker)")
                             results.append(row)
                             print(f"round {rnd + 1} {policy:<15} W={w:<5} {reg:<4} {build}: "
                                   f"listed {gw.listed_s:6.2f} s routable {gw.routable_s:6.2f} s "
-                                  f"rss {gw.rss:6.1f} MB ({row['kb_per_worker']:.1f} KB/worker)",
-                                  flush=True)
-        print(f"\nmedians over {args.rounds} rounds:")
+                                  + line, flush=True)
+        settled_col = f" {'settled':>9}" if args.settle else ""
+        print(f"\nmedians over {args.rounds} rounds (KB per worker when routable"
+              + (f", and {args.settle:g} s later" if args.settle else "") + "):")
         print(f"{'policy':<15} {'W':>5} {'way':<4} {'listed s':>8} {'routable s':>10} "
-              f"{'KB/worker':>9}  build")
+              f"{'KB/worker':>9}{settled_col}  build")
         for policy in args.policies:
             for w in args.workers:
                 for reg in args.register:
@@ -472,8 +488,10 @@ def register_only(args, builds):
                         rows = [r for r in results if (r["policy"], r["workers"], r["register"],
                                                        r["build"]) == (policy, w, reg, build)]
                         med = lambda k: statistics.median(r[k] for r in rows)
+                        settled = f" {med('kb_per_worker_settled'):>9.1f}" if args.settle else ""
                         print(f"{policy:<15} {w:>5} {reg:<4} {med('listed_s'):>8.2f} "
-                              f"{med('routable_s'):>10.2f} {med('kb_per_worker'):>9.1f}  {build}")
+                              f"{med('routable_s'):>10.2f} {med('kb_per_worker'):>9.1f}{settled}"
+                              f"  {build}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)

@@ -2,6 +2,7 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "gateway/allocator_decay.hpp"
 #include "gateway/endpoints/endpoints.hpp"
 #include "gateway/metrics_endpoint.hpp"
 #include "gateway/request_admission.hpp"
@@ -81,6 +82,8 @@ struct gateway::impl {
   std::unique_ptr<transport::http_server> server;
   std::unique_ptr<boost::asio::steady_timer> drain_timer;
   std::unique_ptr<transport::http_server> metrics_server; ///< `GET /metrics`.
+  /// Freed pages back to the system once a second (allocator_decay.hpp).
+  std::unique_ptr<allocator_decay> decay;
 
   impl(caf::actor_system& s, boost::asio::io_context& io, actors::gateway_config c)
       : sys(s), ioc(io), cfg(std::move(c)) {}
@@ -230,6 +233,8 @@ void gateway::start() {
         },
         add_atom_v, std::move(spec));
   }
+  d.decay = std::make_unique<allocator_decay>(d.ioc, std::chrono::seconds(1));
+  d.decay->start();
   logs::gateway().info("troupe listening on {}://{}:{} (policy {}, {} worker(s) configured)",
                        cfg.server_tls ? "https" : "http", cfg.host, d.server->port(), cfg.policy,
                        workers.size());
@@ -258,6 +263,9 @@ void gateway::shutdown(std::function<void()> done) {
     // Scrapes stay possible while requests drain: the drain is worth watching.
     if (d.metrics_server) {
       d.metrics_server->stop();
+    }
+    if (d.decay) {
+      d.decay->stop();
     }
     done();
   };
