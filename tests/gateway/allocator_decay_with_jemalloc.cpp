@@ -5,7 +5,6 @@
 #include "gateway/allocator_decay.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <vector>
 
