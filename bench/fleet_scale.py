@@ -500,6 +500,17 @@ def register_only(args, builds):
             workers.stop()
 
 
+def ratio_to_smallest(results, policy, w, smallest, c, value, build=None):
+    """Median over rounds of `value(row)` at c=`c` for W=`w` against the same for W=`smallest`
+    in the same round (one policy; one build, or any when None)."""
+    def pick(n):
+        return [r for r in results if r["policy"] == policy and r["workers"] == n
+                and (build is None or r["build"] == build)]
+    base = {r["round"]: r for r in pick(smallest)}
+    k = f"c{c}"
+    return statistics.median(value(r[k]) / value(base[r["round"]][k]) for r in pick(w))
+
+
 def print_summary(args, results):
     smallest = min(args.workers)
     print(f"\nmedians over {args.rounds} rounds; ratios to W={smallest} of the same round and "
@@ -528,12 +539,13 @@ def print_summary(args, results):
                    f"{med(lambda r: r['routable_s']):>10.2f} {rss:>7.1f} {per_worker:>9.1f}"
             for c in args.concurrency:
                 k = f"c{c}"
-                ratio = med(lambda r: r[k]["rps"] / base[r["round"]][k]["rps"])
-                p50x = med(lambda r: r[k]["p50_ms"] / base[r["round"]][k]["p50_ms"])
+                ratio_of = lambda field: ratio_to_smallest(results, policy, w, smallest, c,
+                                                           lambda x: x[field], build)
+                ratio, p50x = ratio_of("rps"), ratio_of("p50_ms")
                 line += f" {med(lambda r: r[k]['rps']):>11.0f} {ratio:>6.2f} " \
                         f"{med(lambda r: r[k]['p50_ms']):>7.3f} {p50x:>6.2f} " \
                         f"{med(lambda r: r[k]['p99_ms']):>7.3f}"
-                cpux = med(lambda r: r[k]["cpu_us"] / base[r["round"]][k]["cpu_us"])
+                cpux = ratio_of("cpu_us")
                 line += f" {med(lambda r: r[k]['cpu_us']):>6.1f} {cpux:>5.2f}"
                 if args.churn:
                     ck = f"c{c}_churn"

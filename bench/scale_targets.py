@@ -41,11 +41,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from fleet_scale import ratio_to_smallest  # noqa: E402
 ALL_POLICIES = ["round_robin", "random", "power_of_two", "cache_aware", "consistent_hash",
                 "least_load", "prefix_hash", "manual", "bucket"]
 STREAMS = 10000
 # Memory per worker is read this long after the fleet is routable: jemalloc returns what the
-# registration's burst freed over its 10 s decay (apps/troupe/jemalloc_conf.cpp).
+# registration's burst freed over its 10 s decay (gateway/allocator_decay.hpp).
 SETTLE_S = 15
 
 
@@ -90,17 +92,6 @@ def speed(args, tmp):
     return rows, data
 
 
-def fleet_ratios(results, policy, small, large, c):
-    """Median over rounds of W=large's c=`c` req/s and p50 against W=small's of the same round."""
-    base = {r["round"]: r for r in results if r["policy"] == policy and r["workers"] == small}
-    rows = [r for r in results if r["policy"] == policy and r["workers"] == large]
-    k = f"c{c}"
-    rps = statistics.median(r[k]["rps"] / base[r["round"]][k]["rps"] for r in rows)
-    p50 = statistics.median(r[k]["p50_ms"] / base[r["round"]][k]["p50_ms"] for r in rows)
-    errors = sum(r[k]["non2xx"] + r[k]["socket_errors"] for r in rows)
-    return rps, p50, errors
-
-
 def fleet(args, tmp):
     data = run_bench("fleet_scale.py", ["--workers", 4, 4000, "--policies", *args.policies,
                                         "--rounds", args.rounds, "--duration", args.duration,
@@ -109,8 +100,10 @@ def fleet(args, tmp):
                      os.path.join(tmp, "fleet.json"))
     rows = []
     for policy in args.policies:
-        rps64, _, err64 = fleet_ratios(data, policy, 4, 4000, 64)
-        _, p50_1, err1 = fleet_ratios(data, policy, 4, 4000, 1)
+        rps64 = ratio_to_smallest(data, policy, 4000, 4, 64, lambda x: x["rps"])
+        p50_1 = ratio_to_smallest(data, policy, 4000, 4, 1, lambda x: x["p50_ms"])
+        err64, err1 = (sum(r[f"c{c}"]["non2xx"] + r[f"c{c}"]["socket_errors"] for r in data
+                           if r["policy"] == policy and r["workers"] == 4000) for c in (64, 1))
         errors = f"; {err64 + err1} failed requests" if err64 + err1 else ""
         rows.append(verdict(f"fleet: W=4000 vs W=4, {policy}, c=64 req/s >= 0.9x",
                             f"{rps64:.2f}x{errors}", rps64 >= 0.9 and not err64))

@@ -28,22 +28,21 @@ bool allocator_decay::decay_now() noexcept {
 }
 
 void allocator_decay::start() {
-  if (running_ || !available() || interval_.count() <= 0) {
+  if (started_ || !available() || interval_.count() <= 0) {
     return;
   }
-  running_ = true;
+  started_ = true;
   arm();
 }
 
-void allocator_decay::stop() {
-  running_ = false;
-  timer_.cancel();
+void allocator_decay::stop() noexcept {
+  stopped_ = true;
 }
 
 void allocator_decay::arm() {
   timer_.expires_after(interval_);
   timer_.async_wait([this](boost::system::error_code ec) {
-    if (ec || !running_) {
+    if (ec || stopped_) {
       return;
     }
     if (decay_now()) {

@@ -7,6 +7,7 @@
 // wake-ups cost a c=1 request ~10% on a 2-core host; one call a second from the io loop
 // costs nothing measurable (docs/performance.md, "The same memory by flag or by POST").
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -23,8 +24,9 @@ public:
 
   /// Starts the timer (where the allocator is jemalloc).
   void start();
-  /// Stops it.
-  void stop();
+  /// Stops it: the wait under way ends within `interval` without a decay and is not renewed.
+  /// Safe from any io thread (the timer itself is only touched by its own handler).
+  void stop() noexcept;
 
   /// Whether the process allocates with jemalloc (its `mallctl` is linked in).
   static bool available() noexcept;
@@ -40,7 +42,8 @@ private:
 
   boost::asio::steady_timer timer_;
   std::chrono::milliseconds interval_;
-  bool running_ = false;
+  bool started_ = false;
+  std::atomic<bool> stopped_{false};
   std::uint64_t runs_ = 0;
 };
 

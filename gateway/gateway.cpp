@@ -83,10 +83,10 @@ struct gateway::impl {
   std::unique_ptr<boost::asio::steady_timer> drain_timer;
   std::unique_ptr<transport::http_server> metrics_server; ///< `GET /metrics`.
   /// Freed pages back to the system once a second (allocator_decay.hpp).
-  std::unique_ptr<allocator_decay> decay;
+  allocator_decay decay;
 
   impl(caf::actor_system& s, boost::asio::io_context& io, actors::gateway_config c)
-      : sys(s), ioc(io), cfg(std::move(c)) {}
+      : sys(s), ioc(io), cfg(std::move(c)), decay(io, std::chrono::seconds(1)) {}
 };
 
 gateway::gateway(caf::actor_system& sys, boost::asio::io_context& ioc, actors::gateway_config cfg)
@@ -233,8 +233,7 @@ void gateway::start() {
         },
         add_atom_v, std::move(spec));
   }
-  d.decay = std::make_unique<allocator_decay>(d.ioc, std::chrono::seconds(1));
-  d.decay->start();
+  d.decay.start();
   logs::gateway().info("troupe listening on {}://{}:{} (policy {}, {} worker(s) configured)",
                        cfg.server_tls ? "https" : "http", cfg.host, d.server->port(), cfg.policy,
                        workers.size());
@@ -264,9 +263,7 @@ void gateway::shutdown(std::function<void()> done) {
     if (d.metrics_server) {
       d.metrics_server->stop();
     }
-    if (d.decay) {
-      d.decay->stop();
-    }
+    d.decay.stop();
     done();
   };
   // Poll until the requests in flight are over or the grace period ends.

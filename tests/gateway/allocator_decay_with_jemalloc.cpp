@@ -32,7 +32,7 @@ TEST_CASE("allocator_decay: with jemalloc linked, a decay runs on each interval 
 
   decay.stop();
   ioc.restart();
-  ioc.run_for(std::chrono::milliseconds(50)); // the cancelled wait completes; no decay after it
+  ioc.run_for(std::chrono::milliseconds(50)); // the wait under way ends; no decay after it
   CHECK(decay.runs() == runs);
   CHECK(ioc.stopped());
 }
