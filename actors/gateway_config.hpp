@@ -27,9 +27,10 @@ struct gateway_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 30000;
   unsigned io_threads = 1;
-  /// How long an io thread polls for work before it sleeps (`--busy-poll-us`,
-  /// transport/io_loop.hpp); 0: it sleeps at once.
-  std::chrono::microseconds busy_poll{50};
+  /// The longest an io thread polls for work before it sleeps (`--busy-poll-us`,
+  /// transport/io_loop.hpp; each thread adapts its poll below it, transport/poll_window.hpp);
+  /// 0: it sleeps at once.
+  std::chrono::microseconds busy_poll{300};
   /// `--busy-poll-us` was given: kept under a CPU quota too (else busy polling is off there).
   bool busy_poll_given = false;
   /// Handlers an io thread runs before it sends what they wrote (`--send-batch`, 0: every write

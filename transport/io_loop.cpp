@@ -1,6 +1,7 @@
 #include "transport/io_loop.hpp"
 
 #include "protocol/parse_number.hpp"
+#include "transport/poll_window.hpp"
 #include "transport/send_phase.hpp"
 
 #include <algorithm>
@@ -144,6 +145,16 @@ void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
     others_waiting = [&contention] { return contention->others_waiting(); };
   }
   constexpr auto relaxed = std::memory_order_relaxed;
+  poll_window window{opts.budget, opts.adaptive ? opts.adaptive_start : opts.budget};
+  stats.window_us.store(window.current().count(), relaxed);
+  // Work came `idle` after the loop ran out of it, past the poll: the window learns from it.
+  auto missed = [&](clock::duration idle) {
+    if (opts.adaptive &&
+        window.missed(std::chrono::duration_cast<std::chrono::microseconds>(idle))) {
+      stats.window_us.store(window.current().count(), relaxed);
+      stats.window_changes.fetch_add(1, relaxed);
+    }
+  };
   while (!ioc.stopped()) {
     if (run_ready(ioc, sends, opts.busy_pass, stats) > 0) {
       continue; // ran everything ready; look again
@@ -153,12 +164,17 @@ void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
     }
     if (others_waiting()) {
       stats.vetoes.fetch_add(1, relaxed);
-      ioc.run_one(); // sleep until the next event
+      ioc.run_one(); // sleep until the next event (a spell that says nothing of polling)
+      continue;
+    }
+    auto start = clock::now();
+    if (window.current().count() == 0) {
+      ioc.run_one(); // the window closed: sleep, and learn how long the spell was
+      missed(clock::now() - start);
       continue;
     }
     stats.spins.fetch_add(1, relaxed);
-    auto start = clock::now();
-    bool found = poll_for(ioc, opts.budget);
+    bool found = poll_for(ioc, window.current());
     stats.spin_ns.fetch_add(
         std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count(),
         relaxed);
@@ -166,6 +182,7 @@ void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
       stats.hits.fetch_add(1, relaxed);
     } else {
       ioc.run_one(); // nothing came in time: sleep until the next event
+      missed(clock::now() - start);
     }
   }
 }

@@ -51,6 +51,7 @@ private:
 /// How an io loop polls before it blocks.
 struct busy_poll_options {
   /// Longest poll without work before blocking; 0: block at once (plain `io_context::run`).
+  /// With `adaptive`, the most a poll may last.
   std::chrono::microseconds budget{0};
   /// Asked before each spin: true blocks at once. Empty: `cpu_contention` (the default).
   std::function<bool()> others_waiting;
@@ -63,6 +64,11 @@ struct busy_poll_options {
   /// off by a few microseconds met its peer's vCPU asleep (+19 µs p50 on the 12-05 VM). 0:
   /// every write is deferred (tests).
   std::size_t busy_pass = 4;
+  /// Each loop adapts its poll between 0 and `budget` to the idle spells it sees
+  /// (`poll_window`), from `adaptive_start`; otherwise every poll may last `budget`.
+  bool adaptive = false;
+  /// The first window of an adaptive loop.
+  std::chrono::microseconds adaptive_start{50};
 };
 
 /// Runs `ioc` on the calling thread until it is stopped or runs out of work, as

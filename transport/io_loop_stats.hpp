@@ -9,6 +9,11 @@ namespace troupe::transport {
 struct io_loop_stats {
   /// The poll budget the loops run with, in microseconds (0: they sleep at once).
   std::atomic<std::int64_t> budget_us{0};
+  /// The poll window the last loop to change it runs with, in microseconds (`budget_us` when
+  /// the loops do not adapt it: transport/poll_window.hpp).
+  std::atomic<std::int64_t> window_us{0};
+  /// Times a loop's adaptive window grew or shrank.
+  std::atomic<std::uint64_t> window_changes{0};
   /// Times a loop ran out of work and began polling instead of blocking.
   std::atomic<std::uint64_t> spins{0};
   /// Of those, the ones that found work before the budget ran out (a wake-up saved).

@@ -68,10 +68,11 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
   long long busy_poll_us = cfg.busy_poll.count();
   auto* busy_poll = app.add_option(
       "--busy-poll-us", busy_poll_us,
-      "Microseconds an io thread keeps polling for work before it sleeps (0: sleep at once). "
-      "Saves the wake-up of an idle CPU (large in virtual machines); never while other "
-      "threads wait for a CPU; off under a CPU quota or where the kernel polls idle CPUs "
-      "(haltpoll) unless given");
+      "Most microseconds an io thread keeps polling for work before it sleeps (0: sleep at "
+      "once). Saves the wake-up of an idle CPU (large in virtual machines); each thread adapts "
+      "its poll below this to the gaps it waits through (none where they are longer); never "
+      "while other threads wait for a CPU; off under a CPU quota or where the kernel polls idle "
+      "CPUs (haltpoll) unless given");
   busy_poll->check(CLI::Range(0LL, 100000LL));
   app.add_option("--send-batch", cfg.send_batch,
                  "Handlers an io thread runs before it sends what they wrote, at most; it sends "

@@ -39,8 +39,9 @@ std::chrono::microseconds busy_poll_budget(const troupe::actors::gateway_config&
                                  "haltpoll; --busy-poll-us turns it on)");
     return {};
   }
-  troupe::logs::gateway().info("busy polling: io threads poll up to {} us for work before they "
-                               "sleep (--busy-poll-us)",
+  troupe::logs::gateway().info("busy polling: io threads poll for work before they sleep, "
+                               "for as long as their idle spells call for, up to {} us "
+                               "(--busy-poll-us)",
                                cfg.busy_poll.count());
   return cfg.busy_poll;
 }
@@ -110,6 +111,8 @@ int main(int argc, char** argv) {
       node.shutdown([&ioc] { ioc.stop(); });
     });
     transport::busy_poll_options poll{busy_poll_budget(*cfg), {}};
+    // The poll adapts between 0 and the budget to the idle spells each io thread sees.
+    poll.adaptive = true;
     // Writes are deferred to the end of a pass on the one io thread; with several, a session's
     // handlers run on a strand that a deferred write would leave.
     poll.send_batch = cfg->io_threads == 1 ? cfg->send_batch : 0;

@@ -79,10 +79,12 @@ json io_json(unsigned threads, const transport::io_loop_stats& io) {
   auto load = [](auto& a) { return a.load(std::memory_order_relaxed); };
   return {{"threads", threads},
           {"busy_poll_us", load(io.budget_us)},
+          {"busy_poll_window_us", load(io.window_us)},
           {"busy_poll",
            {{"spins", load(io.spins)},
             {"hits", load(io.hits)},
             {"vetoes", load(io.vetoes)},
+            {"window_changes", load(io.window_changes)},
             {"seconds", static_cast<double>(load(io.spin_ns)) / 1e9}}},
           {"send_batch", load(io.send_batch)},
           {"sends", {{"deferred", load(io.sends_deferred)}, {"flushes", load(io.send_flushes)}}}};

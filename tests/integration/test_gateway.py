@@ -305,6 +305,10 @@ class BusyPollTest(ProcessTestCase):
         self.assertLessEqual(m["troupe_io_busy_poll_hits_total"],
                              m["troupe_io_busy_poll_spins_total"], m)
         self.assertGreaterEqual(m["troupe_io_busy_poll_seconds_total"], 0, m)
+        # The window each thread adapts stays within the cap given.
+        self.assertLessEqual(m["troupe_io_busy_poll_window_seconds"], 500e-6, m)
+        self.assertLessEqual(io["busy_poll_window_us"], 500, io)
+        self.assertGreaterEqual(io["busy_poll_window_us"], 0, io)
 
     def test_zero_turns_polling_off(self):
         worker = self.sim()
@@ -314,8 +318,9 @@ class BusyPollTest(ProcessTestCase):
         self.assertEqual(m["troupe_io_busy_poll_spins_total"], 0, m)
         self.assertEqual(m["troupe_io_busy_poll_vetoes_total"], 0, m)
         io = self.io_view(gw)
-        self.assertEqual(io["busy_poll_us"], 0, io)
-        self.assertEqual(io["busy_poll"], {"spins": 0, "hits": 0, "vetoes": 0, "seconds": 0}, io)
+        self.assertEqual((io["busy_poll_us"], io["busy_poll_window_us"]), (0, 0), io)
+        self.assertEqual(io["busy_poll"], {"spins": 0, "hits": 0, "vetoes": 0,
+                                           "window_changes": 0, "seconds": 0}, io)
 
     def test_a_budget_out_of_range_is_refused(self):
         for value in ("-1", "100001", "soon"):

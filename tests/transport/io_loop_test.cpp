@@ -240,3 +240,60 @@ TEST_CASE("the kernel's own idle polling is recognised (haltpoll with a non-zero
   CHECK_FALSE(kernel_halt_polls("", ""));
   CHECK_FALSE(kernel_halt_polls("haltpoll", "soon"));
 }
+
+TEST_CASE("an adaptive io loop polls long enough for the gaps it waits through") {
+  net::io_context ioc{1};
+  auto guard = net::make_work_guard(ioc);
+  io_loop_stats stats;
+  busy_poll_options opts{std::chrono::milliseconds(50), [] { return false; }};
+  opts.adaptive = true;
+  opts.adaptive_start = 20us; // far shorter than the 2 ms between two pieces of work
+  std::thread loop{[&] { run_io_loop(ioc, opts, stats); }};
+  std::atomic<int> ran{0};
+  // Work every ~2 ms: the first polls end before it comes, then the window covers the gap.
+  for (int i = 0; i < 40 && stats.hits.load() < 3; ++i) {
+    std::this_thread::sleep_for(2ms);
+    net::post(ioc, [&] { ++ran; });
+    REQUIRE(eventually([&, i] { return ran.load() == i + 1; }));
+  }
+  CHECK(stats.hits.load() >= 3);
+  CHECK(stats.window_changes.load() >= 1);
+  CHECK(stats.window_us.load() >= 2000);
+  CHECK(stats.window_us.load() <= 50000);
+  guard.reset();
+  ioc.stop();
+  loop.join();
+}
+
+TEST_CASE("an adaptive io loop stops polling when its gaps are longer than the cap") {
+  net::io_context ioc{1};
+  auto guard = net::make_work_guard(ioc);
+  io_loop_stats stats;
+  busy_poll_options opts{200us, [] { return false; }};
+  opts.adaptive = true;
+  opts.adaptive_start = 200us;
+  std::thread loop{[&] { run_io_loop(ioc, opts, stats); }};
+  std::atomic<int> ran{0};
+  REQUIRE(eventually([&] { return stats.spins.load() == 1; })); // running, polling at 200 µs
+  // Work every ~10 ms, far past the cap: each poll is wasted, so the window halves to 0.
+  for (int i = 0; i < 40 && stats.window_us.load() != 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    net::post(ioc, [&] { ++ran; });
+    REQUIRE(eventually([&, i] { return ran.load() == i + 1; }));
+  }
+  CHECK(stats.window_us.load() == 0);
+  auto spins = stats.spins.load();
+  auto before = ran.load();
+  // Closed: the loop sleeps at once and polls no more while the gaps stay long.
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(10ms);
+    net::post(ioc, [&] { ++ran; });
+  }
+  REQUIRE(eventually([&] { return ran.load() == before + 3; }));
+  std::this_thread::sleep_for(5ms);
+  CHECK(stats.spins.load() == spins);
+  CHECK(stats.hits.load() == 0);
+  guard.reset();
+  ioc.stop();
+  loop.join();
+}
