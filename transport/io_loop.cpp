@@ -148,6 +148,8 @@ void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts,
   poll_window window{opts.budget, opts.adaptive ? opts.adaptive_start : opts.budget};
   stats.window_us.store(window.current().count(), relaxed);
   // Work came `idle` after the loop ran out of it, past the poll: the window learns from it.
+  // (Measured to the end of the first handler run after the sleep: asio does not say when it
+  // woke, so a handler that runs long reads as a longer gap, erring towards less polling.)
   auto missed = [&](clock::duration idle) {
     if (opts.adaptive &&
         window.missed(std::chrono::duration_cast<std::chrono::microseconds>(idle))) {
