@@ -25,8 +25,6 @@ public:
 
   /// How long the next poll may last (0: sleep at once).
   duration current() const noexcept { return window_; }
-  /// The most it may ever last.
-  duration cap() const noexcept { return cap_; }
 
   /// The loop ran out of work, polled for `current()` in vain (or not at all, at 0) and slept;
   /// work came `idle` after it ran out. Returns true when the window changed.

@@ -241,6 +241,18 @@ TEST_CASE("the kernel's own idle polling is recognised (haltpoll with a non-zero
   CHECK_FALSE(kernel_halt_polls("haltpoll", "soon"));
 }
 
+namespace {
+
+/// Posts one handler to `ioc` after `gap`, then waits until it has run (counted in `ran`).
+void work_after(net::io_context& ioc, std::atomic<int>& ran, std::chrono::milliseconds gap) {
+  auto expected = ran.load() + 1;
+  std::this_thread::sleep_for(gap);
+  net::post(ioc, [&ran] { ++ran; });
+  REQUIRE(eventually([&] { return ran.load() == expected; }));
+}
+
+} // namespace
+
 TEST_CASE("an adaptive io loop polls long enough for the gaps it waits through") {
   net::io_context ioc{1};
   auto guard = net::make_work_guard(ioc);
@@ -252,9 +264,7 @@ TEST_CASE("an adaptive io loop polls long enough for the gaps it waits through")
   std::atomic<int> ran{0};
   // Work every ~2 ms: the first polls end before it comes, then the window covers the gap.
   for (int i = 0; i < 40 && stats.hits.load() < 3; ++i) {
-    std::this_thread::sleep_for(2ms);
-    net::post(ioc, [&] { ++ran; });
-    REQUIRE(eventually([&, i] { return ran.load() == i + 1; }));
+    work_after(ioc, ran, 2ms);
   }
   CHECK(stats.hits.load() >= 3);
   CHECK(stats.window_changes.load() >= 1);
@@ -277,19 +287,14 @@ TEST_CASE("an adaptive io loop stops polling when its gaps are longer than the c
   REQUIRE(eventually([&] { return stats.spins.load() == 1; })); // running, polling at 200 µs
   // Work every ~10 ms, far past the cap: each poll is wasted, so the window halves to 0.
   for (int i = 0; i < 40 && stats.window_us.load() != 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-    net::post(ioc, [&] { ++ran; });
-    REQUIRE(eventually([&, i] { return ran.load() == i + 1; }));
+    work_after(ioc, ran, 10ms);
   }
   CHECK(stats.window_us.load() == 0);
   auto spins = stats.spins.load();
-  auto before = ran.load();
   // Closed: the loop sleeps at once and polls no more while the gaps stay long.
   for (int i = 0; i < 3; ++i) {
-    std::this_thread::sleep_for(10ms);
-    net::post(ioc, [&] { ++ran; });
+    work_after(ioc, ran, 10ms);
   }
-  REQUIRE(eventually([&] { return ran.load() == before + 3; }));
   std::this_thread::sleep_for(5ms);
   CHECK(stats.spins.load() == spins);
   CHECK(stats.hits.load() == 0);
