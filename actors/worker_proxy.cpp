@@ -1,5 +1,6 @@
 #include "actors/worker_proxy.hpp"
 
+#include "actors/health_jitter.hpp"
 #include "actors/pooled_channel.hpp"
 #include "actors/send_later.hpp"
 #include "services/logs.hpp"
@@ -414,6 +415,11 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, std::string id,
           check_health(self);
         }
         auto next = st.cfg.health_interval;
+        if (st.cfg.health_jitter_percent > 0) {
+          next = delay_to_grid(
+              self->clock().now().time_since_epoch(),
+              jittered_interval(next, st.cfg.health_jitter_percent, health_jitter_random()));
+        }
         if (!st.models_known) { // sooner, while discovery has not found a model yet
           next = std::min(next, st.discovery_retry);
           st.discovery_retry = std::min(st.discovery_retry * 2, st.cfg.health_interval);

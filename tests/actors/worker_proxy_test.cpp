@@ -88,6 +88,7 @@ struct fixture : test::actor_system_fixture {
 
   fixture() {
     cfg.health_interval = 10s;
+    cfg.health_jitter_percent = 0; // checks exactly every interval (one case below jitters)
     cfg.health_failure_threshold = 2;
     cfg.health_success_threshold = 2;
     cfg.cb_failure_threshold = 2;
@@ -199,6 +200,22 @@ TEST_CASE_METHOD(fixture, "a new worker's models are discovered, then it is heal
   CHECK(stub.served["/v1/models"] == 1);
   CHECK(stub.served["/health"] == 1);
   CHECK(state()["models"] == json{"m"});
+}
+
+TEST_CASE_METHOD(fixture, "with a jitter, the next check comes within the interval's share of "
+                          "it, on the check grid") {
+  cfg.health_jitter_percent = 20; // 10 s: from 8 s to 12 s after a check, then the next 100 ms
+  start();
+  REQUIRE(settle([&] { return live->health == health_state::healthy; }));
+  REQUIRE(stub.served["/health"] == 1);
+  // The check of the start was scheduled while discovery ran: its follow-up comes at 1 s.
+  advance(1s);
+  REQUIRE(settle([&] { return stub.served["/health"] == 2; }));
+  advance(7999ms);
+  settle([] { return false; }, 3);
+  CHECK(stub.served["/health"] == 2); // not before 8 s
+  advance(4101ms + 1ms);              // 12.1 s after the last check, and one more
+  REQUIRE(settle([&] { return stub.served["/health"] == 3; }));
 }
 
 TEST_CASE_METHOD(fixture, "a self-hosted worker without /v1/models is asked /get_model_info") {
