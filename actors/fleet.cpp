@@ -91,6 +91,21 @@ constexpr std::size_t role_slot(protocol::worker_type t) {
   return static_cast<std::size_t>(t);
 }
 
+using entry_list = std::vector<const worker_entry*>;
+
+/// Where `w` is in `list` (a group's list, in `seq` order), or `list.end()`: a binary search
+/// by registration order, not a pass over 4,000 pointers; a scan if the order does not hold.
+entry_list::const_iterator locate(const entry_list& list, const worker_entry* w) {
+  auto at = std::lower_bound(list.begin(), list.end(), w,
+                             [](auto* a, auto* b) { return a->seq < b->seq; });
+  for (; at != list.end() && (*at)->seq == w->seq; ++at) {
+    if (*at == w) {
+      return at;
+    }
+  }
+  return std::find(list.begin(), list.end(), w);
+}
+
 } // namespace
 
 const candidate_group* fleet_index::find(protocol::worker_type role, std::string_view model) const {
@@ -139,8 +154,11 @@ void fleet_index::edit_group(model_map& map, const std::string& model, std::size
     list.insert(list.end(), old.begin(), at);
     list.push_back(&w);
     list.insert(list.end(), at, old.end());
+  } else if (auto at = locate(old, &w); at != old.end()) {
+    list.insert(list.end(), old.begin(), at); // two copies of a block each, no loop
+    list.insert(list.end(), std::next(at), old.end());
   } else {
-    std::remove_copy(old.begin(), old.end(), std::back_inserter(list), &w);
+    list = old;
   }
   g->providers = 0;
   for (std::size_t p = 0; p < g->by_provider.size(); ++p) {
@@ -201,11 +219,11 @@ fleet_index fleet_index::replaced(const worker_entry& old, const worker_entry& n
     }
     auto g = std::make_shared<candidate_group>(*it->second[slot]);
     auto& list = g->by_provider[provider];
-    auto at = std::find(list.begin(), list.end(), &old);
+    auto at = locate(list, &old);
     if (at == list.end()) {
       return false;
     }
-    *at = &next;
+    list[static_cast<std::size_t>(at - list.begin())] = &next;
     it->second[slot] = std::move(g);
     return true;
   };
