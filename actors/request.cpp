@@ -8,6 +8,7 @@
 
 #include "actors/caf_log_context.hpp"
 #include "actors/errors.hpp"
+#include "actors/jitter.hpp"
 #include "actors/pd_only_refusal.hpp"
 #include "actors/request/request_hints.hpp"
 #include "actors/request/request_state.hpp"
@@ -16,7 +17,6 @@
 #include "protocol/validation.hpp"
 #include "services/logs.hpp"
 
-#include <random>
 
 namespace troupe::actors {
 
@@ -48,12 +48,6 @@ std::string_view model_label(const request_state& st) {
     return *st.facts.model;
   }
   return "unknown";
-}
-
-/// A draw in [-1, 1] for the jitter of a backoff.
-double jitter_draw() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::uniform_real_distribution<double>{-1.0, 1.0}(rng);
 }
 
 /// What a policy is asked for a worker of `role`: the request's model, routing key, prompt

@@ -1,6 +1,6 @@
 #include "actors/worker_proxy.hpp"
 
-#include "actors/health_jitter.hpp"
+#include "actors/jitter.hpp"
 #include "actors/pooled_channel.hpp"
 #include "actors/send_later.hpp"
 #include "services/logs.hpp"
@@ -415,10 +415,9 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, std::string id,
           check_health(self);
         }
         auto next = st.cfg.health_interval;
-        if (st.cfg.health_jitter_percent > 0) {
-          next = delay_to_grid(
-              self->clock().now().time_since_epoch(),
-              jittered_interval(next, st.cfg.health_jitter_percent, health_jitter_random()));
+        if (st.cfg.health_jitter > 0) {
+          next = delay_to_grid(self->clock().now().time_since_epoch(),
+                               jittered(next, st.cfg.health_jitter, jitter_draw()));
         }
         if (!st.models_known) { // sooner, while discovery has not found a model yet
           next = std::min(next, st.discovery_retry);

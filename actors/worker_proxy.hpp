@@ -50,9 +50,9 @@ using worker_proxy_actor = caf::typed_actor<
 /// Health-check and circuit-breaker settings of worker proxies.
 struct worker_proxy_config {
   std::chrono::milliseconds health_interval{std::chrono::seconds{60}}; ///< Between checks.
-  /// Each interval moved by up to this share of itself either way (see jittered_interval):
-  /// workers registered together are not checked together.
-  unsigned health_jitter_percent = 10;
+  /// Each interval moved by up to this share of itself either way (see `jittered`): workers
+  /// registered together are not checked together.
+  double health_jitter = 0.1;
   std::chrono::milliseconds health_timeout{std::chrono::seconds{5}}; ///< Per check.
   std::string health_endpoint = "/health"; ///< Path probed on self-hosted workers.
   unsigned health_failure_threshold = 3;   ///< Failed checks before unhealthy.

@@ -261,10 +261,14 @@ def parse_wrk(out):
     lat = {}
     for pct, val, unit in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M):
         lat[pct] = float(val) * UNITS[unit]
+    # The Latency row: average, standard deviation, max.
+    latency_max = re.search(r"^\s+Latency\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)\s", out, re.M)
     errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
                               out)
     return {"rps": rps, "requests": total, "p50_ms": lat.get("50"), "p99_ms": lat.get("99"),
+            "max_ms": float(latency_max.group(1)) * UNITS[latency_max.group(2)]
+            if latency_max else None,
             "non2xx": int(errors.group(1)) if errors else 0,
             "socket_errors": sum(int(x) for x in socket_errors.groups()) if socket_errors else 0}
 

@@ -14,8 +14,6 @@ Needs wrk and nginx (scripts/install-deps.sh).
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,15 +38,10 @@ def one_run(binary, urls, args, jitter, script):
             windows.append(now - prev)
             prev = now
         windows.sort(reverse=True)
-        cmd = ["taskset", "-c", args.load_cpus, "wrk", "-t", "1" if args.concurrency == 1 else "2",
-               "-c", str(args.concurrency), "-d", f"{args.window}s", "--latency", "-s", script,
-               f"http://127.0.0.1:{gw.port}"]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-        p99 = re.search(r"^\s+99%\s+(\S+)$", out, re.M).group(1)
-        latency_max = re.search(r"Latency\s+\S+\s+\S+\s+(\S+)", out).group(1)
-        return {"cpu_s": sum(windows), "top": windows[:5], "busy_windows": sum(
-            1 for w in windows if w >= 0.05), "rps": rps, "p99": p99, "max": latency_max}
+        res = fs.run_wrk(gw.port, args.concurrency, args.window, script, args.load_cpus)
+        return {"cpu_s": sum(windows), "top": windows[:5],
+                "busy_windows": sum(1 for w in windows if w >= 0.05), "rps": res["rps"],
+                "p99_ms": res["p99_ms"], "max_ms": res["max_ms"]}
     finally:
         gw.stop()
 
@@ -79,8 +72,8 @@ def main():
                 top = " ".join(f"{w * 1000:.0f}" for w in res["top"])
                 print(f"round {r} jitter {j:>2}%  idle {args.window}s: cpu {res['cpu_s']:.2f} s, "
                       f"busiest 100 ms windows {top} ms, windows >= 50 ms: {res['busy_windows']}"
-                      f" | c={args.concurrency} {res['rps']:.0f} req/s p99 {res['p99']} "
-                      f"max {res['max']}", flush=True)
+                      f" | c={args.concurrency} {res['rps']:.0f} req/s p99 {res['p99_ms']:.2f} ms "
+                      f"max {res['max_ms']:.2f} ms", flush=True)
     finally:
         fleet.stop()
 

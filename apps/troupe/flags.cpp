@@ -305,8 +305,7 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
       ->check(CLI::PositiveNumber);
   app.add_option("--health-check-timeout-secs", health_timeout, "Deadline of one health check")
       ->check(CLI::PositiveNumber);
-  double health_jitter = w.health_jitter_percent / 100.0;
-  app.add_option("--health-check-jitter-factor", health_jitter,
+  app.add_option("--health-check-jitter-factor", w.health_jitter,
                  "Each worker's check interval moved at random by up to this share of itself, "
                  "either way, so that workers registered together are not checked together (0: "
                  "exactly every interval)")
@@ -527,7 +526,6 @@ std::optional<actors::gateway_config> parse_flags(int argc, char** argv, int& ex
     return std::nullopt;
   }
   w.health_interval = secs(health_interval);
-  w.health_jitter_percent = static_cast<unsigned>(std::lround(health_jitter * 100));
   w.health_timeout = secs(health_timeout);
   w.cb_timeout = secs(cb_timeout);
   w.cb_enabled = !disable_breaker;

@@ -88,7 +88,7 @@ struct fixture : test::actor_system_fixture {
 
   fixture() {
     cfg.health_interval = 10s;
-    cfg.health_jitter_percent = 0; // checks exactly every interval (one case below jitters)
+    cfg.health_jitter = 0; // checks exactly every interval (one case below jitters)
     cfg.health_failure_threshold = 2;
     cfg.health_success_threshold = 2;
     cfg.cb_failure_threshold = 2;
@@ -204,7 +204,7 @@ TEST_CASE_METHOD(fixture, "a new worker's models are discovered, then it is heal
 
 TEST_CASE_METHOD(fixture, "with a jitter, the next check comes within the interval's share of "
                           "it, on the check grid") {
-  cfg.health_jitter_percent = 20; // 10 s: from 8 s to 12 s after a check, then the next 100 ms
+  cfg.health_jitter = 0.2; // 10 s: from 8 s to 12 s after a check, then the next 100 ms
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
   REQUIRE(stub.served["/health"] == 1);

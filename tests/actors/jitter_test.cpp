@@ -1,35 +1,33 @@
-#include "actors/health_jitter.hpp"
+#include "actors/jitter.hpp"
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdint>
-#include <limits>
 #include <random>
 #include <set>
 
 using std::chrono::milliseconds;
-using troupe::actors::health_jitter_random;
-using troupe::actors::jittered_interval;
+using troupe::actors::jitter_draw;
+using troupe::actors::jittered;
 
-TEST_CASE("jittered_interval without a jitter is the interval", "[health_jitter]") {
-  for (std::uint64_t r : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{12345},
-                          std::numeric_limits<std::uint64_t>::max()}) {
-    CHECK(jittered_interval(milliseconds{60000}, 0, r) == milliseconds{60000});
+TEST_CASE("jittered without a jitter is the interval", "[jitter]") {
+  for (double unit : {-1.0, 0.0, 0.37, 1.0}) {
+    CHECK(jittered(milliseconds{60000}, 0.0, unit) == milliseconds{60000});
   }
 }
 
-TEST_CASE("jittered_interval stays within the jitter, both ends reached", "[health_jitter]") {
+TEST_CASE("jittered stays within the jitter, both ends reached", "[jitter]") {
   const milliseconds interval{10000};
-  // The offset is random % (2 * span + 1) - span: the extremes of the range are its ends.
-  CHECK(jittered_interval(interval, 10, 0) == milliseconds{9000});
-  CHECK(jittered_interval(interval, 10, 2000) == milliseconds{11000});
-  CHECK(jittered_interval(interval, 10, 1000) == interval);
+  // The draw's ends are the range's ends.
+  CHECK(jittered(interval, 0.1, -1.0) == milliseconds{9000});
+  CHECK(jittered(interval, 0.1, 1.0) == milliseconds{11000});
+  CHECK(jittered(interval, 0.1, 0.0) == interval);
   std::mt19937_64 gen{42};
+  std::uniform_real_distribution<double> unit{-1.0, 1.0};
   milliseconds lo = interval;
   milliseconds hi = interval;
   std::set<long long> seen;
   for (int i = 0; i < 10000; ++i) {
-    auto d = jittered_interval(interval, 10, gen());
+    auto d = jittered(interval, 0.1, unit(gen));
     REQUIRE(d >= milliseconds{9000});
     REQUIRE(d <= milliseconds{11000});
     lo = std::min(lo, d);
@@ -42,26 +40,28 @@ TEST_CASE("jittered_interval stays within the jitter, both ends reached", "[heal
   CHECK(seen.size() > 1500);
 }
 
-TEST_CASE("jittered_interval caps the share at 100% and never reaches zero", "[health_jitter]") {
+TEST_CASE("jittered caps the share at 100% and never reaches zero", "[jitter]") {
   const milliseconds interval{1000};
-  for (std::uint64_t r = 0; r < 5000; r += 7) {
-    auto d = jittered_interval(interval, 250, r);
+  for (double u = -1.5; u <= 1.5; u += 0.01) {
+    auto d = jittered(interval, 2.5, u);
     CHECK(d >= milliseconds{1});
     CHECK(d <= milliseconds{2000});
   }
-  CHECK(jittered_interval(milliseconds{1}, 50, 0) == milliseconds{1}); // too short to move
+  CHECK(jittered(milliseconds{1}, 0.5, -1.0) == milliseconds{1}); // too short to move
 }
 
-TEST_CASE("health_jitter_random is not one value", "[health_jitter]") {
-  std::set<std::uint64_t> values;
+TEST_CASE("jitter_draw is not one value, and stays in [-1, 1]", "[jitter]") {
+  std::set<double> values;
   for (int i = 0; i < 16; ++i) {
-    values.insert(health_jitter_random());
+    auto u = jitter_draw();
+    CHECK(u >= -1.0);
+    CHECK(u <= 1.0);
+    values.insert(u);
   }
   CHECK(values.size() > 1);
 }
 
-TEST_CASE("delay_to_grid lands on the next grid point at or after the due time",
-          "[health_jitter]") {
+TEST_CASE("delay_to_grid lands on the next grid point at or after the due time", "[jitter]") {
   using std::chrono::nanoseconds;
   using troupe::actors::delay_to_grid;
   const milliseconds grid{100};
@@ -77,9 +77,10 @@ TEST_CASE("delay_to_grid lands on the next grid point at or after the due time",
   // Many workers due at scattered times share the ticks of the grid.
   std::set<long long> ticks;
   std::mt19937_64 gen{7};
+  std::uniform_real_distribution<double> unit{-1.0, 1.0};
   for (int i = 0; i < 4000; ++i) {
     auto now = milliseconds{static_cast<long long>(gen() % 60000)};
-    auto at = now + delay_to_grid(now, jittered_interval(milliseconds{60000}, 10, gen()), grid);
+    auto at = now + delay_to_grid(now, jittered(milliseconds{60000}, 0.1, unit(gen)), grid);
     REQUIRE(at.count() % 100 == 0);
     ticks.insert(at.count());
   }
