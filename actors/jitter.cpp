@@ -11,8 +11,7 @@ double jitter_draw() {
   return std::uniform_real_distribution<double>{-1.0, 1.0}(rng);
 }
 
-std::chrono::milliseconds jittered(std::chrono::milliseconds interval, double share,
-                                   double unit) {
+std::chrono::milliseconds jittered(std::chrono::milliseconds interval, double share, double unit) {
   auto moved = static_cast<double>(interval.count()) *
                (1.0 + std::clamp(share, 0.0, 1.0) * std::clamp(unit, -1.0, 1.0));
   return std::chrono::milliseconds{std::max<long long>(1, std::llround(moved))};

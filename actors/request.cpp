@@ -17,7 +17,6 @@
 #include "protocol/validation.hpp"
 #include "services/logs.hpp"
 
-
 namespace troupe::actors {
 
 namespace {
