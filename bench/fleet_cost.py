@@ -13,7 +13,10 @@ connection (`callgrind_control -z`), and stops after a wrk run at fixed concurre
 are divided by the requests wrk completed. Of several such windows the least is reported (and
 the most, for what background work adds: the inspector's refresh asks all W worker proxies for
 their mailbox size every 15 s; health checks are held off during the run). --idle N then counts
-N seconds with no requests: the background work alone.
+N seconds with no requests: the background work alone. --churn N then counts what a fleet
+change costs: windows in which N workers are added by `POST /workers` and removed again by
+`DELETE` (paced, one operation every --churn-gap s), less windows as long without them, divided
+by the operations; the functions whose own instructions grew the most are listed.
 
 With --cache-sim, callgrind also simulates the caches (`--cache-sim=yes`: the first-level data
 cache and the last-level cache of the machine it runs on) and each row adds data misses per
@@ -24,10 +27,14 @@ invisible to it.
 Usage: bench/fleet_cost.py [--workers 4 4000] [--policies round_robin cache_aware ...]
                            [--concurrency 16] [--duration 5] [--build build] [--top 0]
                            [--keep DIR] [--cache-sim] [--idle SECONDS]
+                           [--churn OPS [--churn-gap 0.25]]
 Needs valgrind, wrk and nginx (scripts/install-deps.sh).
 """
 
 import argparse
+import collections
+import http.client
+import json
 import os
 import shutil
 import signal
@@ -40,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet_scale as fs  # noqa: E402
 from fake_worker import FakeWorkers  # noqa: E402
 from loopback import free_port, knows_flag  # noqa: E402
-from proxy_cost import parse_callgrind, run_wrk_count  # noqa: E402
+from proxy_cost import parse_callgrind, read_callgrind, run_wrk_count  # noqa: E402
 
 POLICIES = ["round_robin", "random", "power_of_two", "cache_aware", "consistent_hash"]
 # Counted on request (--policies): the policies that compare a sample of their candidates, and
@@ -74,7 +81,91 @@ def counted(proc, tmp, action):
     return result, dumps[-1]
 
 
-def measure(binary, policy, urls, args, script):
+def request(port, method, path, body=None, timeout=60):
+    """(status, body) of one request to the gateway on `port`, a JSON body if given."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request(method, path, body=json.dumps(body) if body is not None else None,
+                  headers={"Content-Type": "application/json"} if body is not None else {})
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def churn_ops(port, spare_urls, ops, gap):
+    """Adds `ops` / 2 of `spare_urls` by POST /workers and removes each again by DELETE, one
+    operation every `gap` seconds; returns the operations that succeeded."""
+    done = 0
+    added = []
+    for i in range(ops):
+        t = time.time()
+        if i % 2 == 0:
+            status, body = request(port, "POST", "/workers",
+                                      {"url": spare_urls[(i // 2) % len(spare_urls)]})
+            if status in (200, 201, 202):
+                added.append(json.loads(body)["id"])
+                done += 1
+        elif added:
+            status, _ = request(port, "DELETE", f"/workers/{added.pop()}")
+            done += status in (200, 202, 204)
+        time.sleep(max(0.0, gap - (time.time() - t)))
+    return done
+
+
+def churn_cost(proc, tmp, port, spare_urls, w, args):
+    """(instructions per operation, allocations per operation, [(function, its own
+    instructions per operation)]) of `args.churn` add/remove operations, less a window as long
+    without them; the least of `args.windows` windows of each."""
+    def least(action, name):
+        best = None
+        for _ in range(args.windows):
+            t0 = time.time()
+            done, dump = counted(proc, tmp, action)
+            row = read_callgrind(dump, 0)
+            keep = (row[0], row[1], collections.Counter(_self_costs(dump)), done,
+                    time.time() - t0)
+            if best is None or keep[0] < best[0]:
+                best = keep
+                if args.keep:
+                    os.makedirs(args.keep, exist_ok=True)
+                    shutil.copy(dump, os.path.join(args.keep, name))
+        return best
+
+    busy = least(lambda: churn_ops(port, spare_urls, args.churn, args.churn_gap),
+                 f"churn-{w}.callgrind")
+    quiet = least(lambda: time.sleep(busy[4]) or 0, f"quiet-{w}.callgrind")
+    ops = busy[3] or 1
+    grew = busy[2]
+    grew.subtract(quiet[2])
+    top = [(name, ir / ops) for name, ir in grew.most_common(args.top or 15)]
+    return (busy[0] - quiet[0]) / ops, (busy[1] - quiet[1]) / ops, top, busy[3]
+
+
+def _self_costs(path):
+    """Own instructions by function of a callgrind output (as read_callgrind counts them)."""
+    costs = collections.Counter()
+    fn = None
+    in_call = False
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("fn="):
+                fn = line[3:].strip()
+                in_call = False
+            elif line.startswith("calls="):
+                in_call = True
+            elif line[:1].isdigit() or line[:1] in "+-*":
+                parts = line.split()
+                if len(parts) < 2 or fn is None:
+                    continue
+                if in_call:
+                    in_call = False
+                    continue
+                costs[fn] += int(parts[1])
+    return costs
+
+
+def measure(binary, policy, urls, args, script, spare_urls=()):
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-cost-")
     out = os.path.join(tmp, "cg.out")
     port = free_port()
@@ -130,7 +221,8 @@ def measure(binary, policy, urls, args, script):
             # inspector's refresh (every 15 s: an --idle of 16 holds one) and the timers.
             _, dump = counted(proc, tmp, lambda: time.sleep(args.idle))
             idle = parse_callgrind(dump, args.top)
-        return best + (idle,)
+        churn = churn_cost(proc, tmp, port, spare_urls, len(urls), args) if args.churn else None
+        return best + (idle, churn)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -158,6 +250,11 @@ def main():
     ap.add_argument("--idle", type=int, default=0,
                     help="then count an idle window of this many seconds (no requests): the "
                          "background work, the inspector's 15 s refresh among it")
+    ap.add_argument("--churn", type=int, default=0,
+                    help="then count what N fleet changes cost (N/2 workers added by POST "
+                         "/workers, each removed again), per change")
+    ap.add_argument("--churn-gap", type=float, default=0.25,
+                    help="seconds between two fleet changes of --churn")
     ap.add_argument("--top", type=int, default=0,
                     help="also list the N functions with the most instructions of their own")
     args = ap.parse_args()
@@ -165,8 +262,10 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"{tool} not found (scripts/install-deps.sh)")
     binary = os.path.join(args.build, "apps", "troupe", "troupe")
-    ports = fs.worker_ports(max(args.workers))
+    spare = 20 if args.churn else 0
+    ports = fs.worker_ports(max(args.workers) + spare)
     workers = FakeWorkers(ports)
+    spare_urls = workers.urls[max(args.workers):]
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-cost-lua-")
     script = os.path.join(tmp, "chat.lua")
     with open(script, "w") as f:
@@ -176,8 +275,8 @@ def main():
         for policy in args.policies:
             for w in args.workers:
                 t0 = time.time()
-                n, ins, allocs, top, d1, ll, most, idle = measure(binary, policy,
-                                                                  workers.urls[:w], args, script)
+                n, ins, allocs, top, d1, ll, most, idle, churn = measure(
+                    binary, policy, workers.urls[:w], args, script, spare_urls)
                 rows[(policy, w)] = (ins, allocs, d1, ll)
                 misses = f", {d1:,.0f} D1 / {ll:,.0f} LL data misses/request" \
                     if args.cache_sim else ""
@@ -193,6 +292,13 @@ def main():
                           f"({total / args.idle / 1e6:.2f}M a second)", flush=True)
                     for name, ir in idle_top:
                         print(f"    {ir:>13,}  {name[:150]}")
+                if churn:
+                    per_op, allocs_op, grew, ops = churn
+                    print(f"{policy:<15} W={w:<5} churn: {ops} adds and removes, "
+                          f"{per_op:,.0f} instructions and {allocs_op:,.0f} allocations per "
+                          f"change; own instructions per change that grew the most:", flush=True)
+                    for name, ir in grew:
+                        print(f"    {ir:>11,.0f}  {name[:150]}")
     finally:
         workers.stop()
         shutil.rmtree(tmp, ignore_errors=True)

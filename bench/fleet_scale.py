@@ -15,8 +15,8 @@ machine sent per request (4 when every ACK rides on data). With --profile N, the
 sampled (`perf record`, user and kernel) during each run at --profile-concurrency (default 64)
 and its N costliest functions listed in µs per request.
 
-The gateway is pinned to --gateway-cpu, nginx and wrk to --load-cpus (taskset), as the issue's
-measurements were.
+The gateway is pinned to --gateway-cpu, nginx, wrk and the churn client to --load-cpus
+(taskset; the churn thread by its own affinity), as the issue's measurements were.
 
 With --register-only it measures registration alone (no load): time until listed and until
 routable, and RSS per worker, for each way of registering given (--register flag post) and for
@@ -180,14 +180,19 @@ class Gateway:
 class Churn(threading.Thread):
     """Adds and removes workers at `rate` operations per second until stopped."""
 
-    def __init__(self, port, spare_urls, rate):
+    def __init__(self, port, spare_urls, rate, cpus=None):
         super().__init__(daemon=True)
         self.port, self.spare, self.rate = port, list(spare_urls), rate
+        self.cpus = cpus
         self.stop_flag = threading.Event()
         self.ops = 0
         self.failed = 0
 
     def run(self):
+        if self.cpus:
+            # The churn client is load, like wrk: on the load CPUs, not preempting the gateway
+            # on its own (os.sched_setaffinity(0, ...) pins the calling thread only).
+            os.sched_setaffinity(0, self.cpus)
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         added = []  # ids of the workers this thread added, oldest first
         spare = list(self.spare)
@@ -224,6 +229,15 @@ class Churn(threading.Thread):
             if delay > 0:
                 self.stop_flag.wait(delay)
         c.close()
+
+
+def cpu_list(spec):
+    """The CPUs of a taskset list such as "1" or "1-3,5"."""
+    cpus = set()
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
 
 
 def cpu_seconds(pid):
@@ -398,7 +412,8 @@ def main():
                             row["profile"] = profile_top(data, row[f"c{c}"]["requests"],
                                                          args.profile)
                         if args.churn:
-                            churn = Churn(gw.port, spare_urls, args.churn)
+                            churn = Churn(gw.port, spare_urls, args.churn,
+                                          cpu_list(args.load_cpus))
                             churn.start()
                             res = run_wrk(gw.port, c, args.duration, script, args.load_cpus,
                                           gw.proc.pid)
