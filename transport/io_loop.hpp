@@ -20,18 +20,31 @@
 
 namespace troupe::transport {
 
-/// Whether another thread of the machine waits for a CPU that a spinning thread would take.
-/// Reads the number of runnable threads in `/proc/loadavg` at most once per `interval` (a
-/// `pread` of ~60 bytes) and compares it with the machine's online CPUs: the count includes
-/// the asking thread, so more runnable threads than CPUs means someone waits. (Machine-wide
-/// on both sides: a process pinned to fewer CPUs, or a container on a shared host, may poll
-/// while its own CPUs are wanted, or sleep while they are free; the poll stays bounded.)
+/// Whether another thread waits for a CPU that a spinning thread would take, asked at most once
+/// per `interval`.
+///
+/// A thread that may run on every online CPU reads the number of runnable threads in
+/// `/proc/loadavg` (a `pread` of ~60 bytes) and compares it with the machine's CPUs: the count
+/// includes the asking thread, so more runnable threads than CPUs means someone waits.
+///
+/// A thread pinned to some of the CPUs (taskset, a container's exclusive cpuset) cannot tell
+/// its CPUs' share of that machine-wide count: threads waiting for the other CPUs would stop
+/// its polling while its own are free (issue 11's bench, the gateway on CPU 0 and its load on
+/// CPU 1: vetoed ten times as often once a fleet churn ran on CPU 1, and c=1's p99 doubled).
+/// It asks instead whether another thread took its CPU since it last asked: its own
+/// involuntary context switches (`getrusage(RUSAGE_THREAD)`), which grow exactly when the
+/// scheduler gives its CPU to a thread that wanted it. A preemption vetoes the one spin it is
+/// found at: the kernel's softirq threads preempt it briefly and often at thousands of
+/// sockets, and a thread that competes for long preempts it again.
 class cpu_contention {
 public:
+  /// The check for the calling thread: the pinned one when its affinity mask leaves out some
+  /// online CPU (read once, here), else the machine-wide one.
   explicit cpu_contention(std::chrono::microseconds interval = std::chrono::milliseconds(1));
-  /// Reads `loadavg_path` instead, for a machine of `cpus` CPUs (tests).
-  cpu_contention(std::chrono::microseconds interval, const std::string& loadavg_path,
-                 unsigned cpus);
+  /// Reads `loadavg_path` instead, for a machine of `cpus` CPUs (tests). With `preemptions`
+  /// (the thread's involuntary context switches; nullopt: unknown), the pinned check.
+  cpu_contention(std::chrono::microseconds interval, const std::string& loadavg_path, unsigned cpus,
+                 std::function<std::optional<long>()> preemptions = {});
   ~cpu_contention();
   cpu_contention(const cpu_contention&) = delete;
   cpu_contention& operator=(const cpu_contention&) = delete;
@@ -40,12 +53,17 @@ public:
   /// machine's state cannot be read (no spinning without knowing).
   bool others_waiting();
 
+  /// True when this is the pinned thread's check (its preemptions, not the machine's count).
+  bool pinned() const noexcept { return static_cast<bool>(preemptions_); }
+
 private:
   int fd_ = -1;
   unsigned cpus_ = 1;
   std::chrono::microseconds interval_;
   std::chrono::steady_clock::time_point checked_{};
   bool waiting_ = true;
+  std::function<std::optional<long>()> preemptions_;
+  long last_preemptions_ = -1; ///< At the last question; -1 before the first.
 };
 
 /// How an io loop polls before it blocks.
@@ -75,6 +93,13 @@ struct busy_poll_options {
 /// `io_context::run` does, polling for up to `opts.budget` whenever no handler is ready before
 /// blocking. Several threads may run it on one `io_context`, counting into one `stats`.
 void run_io_loop(boost::asio::io_context& ioc, const busy_poll_options& opts, io_loop_stats& stats);
+
+/// How many CPUs the calling thread may run on (its affinity mask), or nullopt when unknown.
+std::optional<unsigned> allowed_cpus();
+
+/// The calling thread's involuntary context switches so far (`getrusage(RUSAGE_THREAD)`), or
+/// nullopt when unknown.
+std::optional<long> own_preemptions();
 
 /// The runnable-thread count of a `/proc/loadavg` line (its fourth field's numerator), or
 /// nullopt when the line has no such field.

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <pthread.h>
+#include <sched.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -230,6 +232,78 @@ TEST_CASE("cpu contention: more runnable threads than CPUs means another thread 
   std::filesystem::remove(path);
   cpu_contention missing{0us, path.string(), 64};
   CHECK(missing.others_waiting());
+}
+
+TEST_CASE("cpu contention of a pinned thread: its CPU taken, not the machine's count") {
+  auto path =
+      std::filesystem::temp_directory_path() / ("troupe-loadavg-pin-" + std::to_string(::getpid()));
+  std::ofstream{path} << "0.10 0.20 0.30 9/100 4242\n"; // busy elsewhere: nine runnable
+  std::optional<long> switches = 3;
+  cpu_contention pinned{0us, path.string(), 2, [&] { return switches; }};
+  CHECK(pinned.pinned());
+  CHECK_FALSE(pinned.others_waiting()); // the first reading sets the mark
+  CHECK_FALSE(pinned.others_waiting()); // nobody took the CPU: the other CPUs' load is theirs
+  switches = 4;
+  CHECK(pinned.others_waiting());       // preempted since the last question: someone wants it
+  CHECK_FALSE(pinned.others_waiting()); // and not again since
+  switches = std::nullopt;
+  CHECK(pinned.others_waiting()); // unknown: no spinning
+  switches = 4;
+  CHECK_FALSE(pinned.others_waiting()); // known again: a new mark
+  switches = 6;
+  CHECK(pinned.others_waiting());
+
+  // Asked again within the interval: a preemption vetoed the one spin it was found at, an
+  // unknown reading vetoes every spin until the next one.
+  switches = 0;
+  cpu_contention cached{std::chrono::hours(1), path.string(), 2, [&] { return switches; }};
+  CHECK_FALSE(cached.others_waiting());
+  switches = 1;
+  CHECK_FALSE(cached.others_waiting()); // not read again before the interval is over
+  switches = std::nullopt;
+  cpu_contention unknown{std::chrono::hours(1), path.string(), 2, [&] { return switches; }};
+  CHECK(unknown.others_waiting());
+  CHECK(unknown.others_waiting());
+
+  cpu_contention machine{0us, path.string(), 2};
+  CHECK_FALSE(machine.pinned());
+  CHECK(machine.others_waiting()); // unpinned: nine runnable threads on two CPUs
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("the calling thread's CPUs and preemptions are read") {
+  auto cpus = allowed_cpus();
+  REQUIRE(cpus);
+  CHECK(*cpus >= 1);
+  auto before = own_preemptions();
+  REQUIRE(before);
+  CHECK(*before >= 0);
+  // The default check is the pinned one exactly when some online CPU is left out.
+  cpu_contention own;
+  CHECK(own.pinned() == (*cpus < static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN))));
+
+  if (*cpus >= 2) { // a thread pinned to one of them asks about its own CPU
+    cpu_set_t all;
+    REQUIRE(::sched_getaffinity(0, sizeof(all), &all) == 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &all)) {
+      ++first;
+    }
+    bool pinned = false;
+    bool one_cpu = false;
+    std::thread t{[&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(first, &one);
+      if (::pthread_setaffinity_np(::pthread_self(), sizeof(one), &one) == 0) {
+        pinned = cpu_contention{}.pinned();
+        one_cpu = allowed_cpus() == 1u;
+      }
+    }};
+    t.join();
+    CHECK(pinned);
+    CHECK(one_cpu);
+  }
 }
 
 TEST_CASE("the kernel's own idle polling is recognised (haltpoll with a non-zero poll)") {
