@@ -122,9 +122,8 @@ def churn_cost(proc, tmp, port, spare_urls, w, args):
         for _ in range(args.windows):
             t0 = time.time()
             done, dump = counted(proc, tmp, action)
-            row = read_callgrind(dump, 0)
-            keep = (row[0], row[1], collections.Counter(_self_costs(dump)), done,
-                    time.time() - t0)
+            total, allocs, own = read_callgrind(dump, None)[:3]
+            keep = (total, allocs, collections.Counter(dict(own)), done, time.time() - t0)
             if best is None or keep[0] < best[0]:
                 best = keep
                 if args.keep:
@@ -140,29 +139,6 @@ def churn_cost(proc, tmp, port, spare_urls, w, args):
     grew.subtract(quiet[2])
     top = [(name, ir / ops) for name, ir in grew.most_common(args.top or 15)]
     return (busy[0] - quiet[0]) / ops, (busy[1] - quiet[1]) / ops, top, busy[3]
-
-
-def _self_costs(path):
-    """Own instructions by function of a callgrind output (as read_callgrind counts them)."""
-    costs = collections.Counter()
-    fn = None
-    in_call = False
-    with open(path, errors="replace") as f:
-        for line in f:
-            if line.startswith("fn="):
-                fn = line[3:].strip()
-                in_call = False
-            elif line.startswith("calls="):
-                in_call = True
-            elif line[:1].isdigit() or line[:1] in "+-*":
-                parts = line.split()
-                if len(parts) < 2 or fn is None:
-                    continue
-                if in_call:
-                    in_call = False
-                    continue
-                costs[fn] += int(parts[1])
-    return costs
 
 
 def measure(binary, policy, urls, args, script, spare_urls=()):

@@ -133,11 +133,12 @@ def fleet_counts(port):
 class Gateway:
     """troupe pinned to a core, its fleet registered by flag or by POST."""
 
-    def __init__(self, binary, policy, urls, register, cpu, log_level, flags=()):
-        """`flags`: more of troupe's flags, e.g. ["--send-batch", "0"]."""
+    def __init__(self, binary, policy, urls, register, cpu, log_level, flags=(), metrics_port=0):
+        """`flags`: more of troupe's flags, e.g. ["--send-batch", "0"]; `metrics_port`: where
+        its /metrics answers (0: nowhere)."""
         self.port = free_port()
         args = ["taskset", "-c", str(cpu), binary, "--host", "127.0.0.1", "--port",
-                str(self.port), "--prometheus-port", "0", "--policy", policy,
+                str(self.port), "--prometheus-port", str(metrics_port), "--policy", policy,
                 "--log-level", log_level, *flags]
         if register == "flag" and urls:
             args += ["--worker-urls", *urls]

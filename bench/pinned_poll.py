@@ -23,7 +23,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -46,29 +45,20 @@ def vetoes(metrics_port):
 
 def run_build(binary, urls, args, script):
     """{concurrency: wrk's figures plus vetoes per request} of one gateway of `binary`."""
-    port, metrics_port = free_port(), free_port()
-    proc = subprocess.Popen(
-        ["taskset", "-c", str(args.gateway_cpu), binary, "--host", "127.0.0.1", "--port",
-         str(port), "--prometheus-port", str(metrics_port), "--policy", "round_robin",
-         "--log-level", "warn", "--worker-urls", *urls],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    metrics_port = free_port()
+    gw = fs.Gateway(binary, "round_robin", urls, "flag", args.gateway_cpu, "warn",
+                    metrics_port=metrics_port)
     try:
-        fs.wait_until(lambda: fs.get(port, "/liveness", 1)[0] == 200, 30, "troupe liveness")
-        fs.wait_until(lambda: fs.fleet_counts(port)[1] == len(urls), 120, "workers routable")
-        fs.run_wrk(port, 64, 2, script, args.load_cpus)  # warm-up
+        fs.run_wrk(gw.port, 64, 2, script, args.load_cpus)  # warm-up
         out = {}
         for c in args.concurrency:
             before = vetoes(metrics_port)
-            res = fs.run_wrk(port, c, args.duration, script, args.load_cpus, proc.pid)
+            res = fs.run_wrk(gw.port, c, args.duration, script, args.load_cpus, gw.proc.pid)
             res["vetoes"] = (vetoes(metrics_port) - before) / max(res["requests"], 1)
             out[c] = res
         return out
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        gw.stop()
 
 
 def main():

@@ -79,7 +79,7 @@ def parse_callgrind(path, top):
 
 def read_callgrind(path, top):
     """`parse_callgrind`'s three, then the inclusive instructions by function and the exclusive
-    instructions by object file."""
+    instructions by object file. `top` None lists every function's own instructions."""
     total = 0
     allocs = 0
     self_cost = collections.Counter()
@@ -118,7 +118,8 @@ def read_callgrind(path, top):
                 self_cost[fn] += int(parts[1])
                 inclusive[fn] += int(parts[1])
                 by_object[fn_obj] += int(parts[1])
-    return total, allocs, self_cost.most_common(top) if top else [], inclusive, by_object
+    listed = self_cost.most_common(top) if top or top is None else []
+    return total, allocs, listed, inclusive, by_object
 
 
 def print_stages(inclusive, by_object, n):
