@@ -19,6 +19,7 @@ bool is_worker_failure(const exchange_result& r) noexcept {
     // Refused by a size limit: the worker's fault only when it was answering an error.
     return r.http_status >= 500;
   case exchange_status::cancelled:
+  case exchange_status::no_resources: // the gateway's own shortage, not the worker's
     return false;
   }
   return false;
@@ -61,7 +62,8 @@ void pooled_channel::settle(const exchange_result& r) {
     live_->failures.fetch_add(1, std::memory_order_relaxed);
     streak = failure_streak_.fetch_add(1, std::memory_order_relaxed) + 1;
     tell = true;
-  } else if (r.status != exchange_status::cancelled && r.status != exchange_status::rejected) {
+  } else if (r.status != exchange_status::cancelled && r.status != exchange_status::rejected &&
+             r.status != exchange_status::no_resources) {
     if (failure_streak_.load(std::memory_order_relaxed) != 0) {
       failure_streak_.store(0, std::memory_order_relaxed);
     }

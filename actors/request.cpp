@@ -469,6 +469,10 @@ protocol::api_error exchange_error(const exchange_result& r, std::chrono::second
     return {error_code::upstream_too_large, "the worker's response exceeds the size limit", {}};
   case exchange_status::cancelled:
     return {error_code::client_closed, "the client closed the request", {}};
+  case exchange_status::no_resources:
+    return {error_code::out_of_resources,
+            "the gateway cannot open a connection to a worker now (" + r.detail + "); retry later",
+            {}};
   case exchange_status::ok:
     break;
   }

@@ -55,6 +55,9 @@ struct worker_proxy_state {
   bool reported = false; ///< What the worker says about itself was asked for.
   std::vector<std::string> models;
   bool check_running = false;
+  /// The last probe could not open a connection for lack of the gateway's own resources
+  /// (warned once until a probe gets through).
+  bool probe_starved = false;
   unsigned checks_passed = 0;      ///< Consecutive.
   unsigned checks_failed = 0;      ///< Consecutive.
   unsigned cb_successes = 0;       ///< Consecutive successes while half-open.
@@ -401,9 +404,23 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, std::string id,
         if (auto it = st.probes.find(order_id); it != st.probes.end()) {
           auto probe = std::move(it->second);
           st.probes.erase(it);
-          if (!st.draining) {
-            probe.then(r, *probe.sink);
+          if (st.draining) {
+            return;
           }
+          if (r.status == exchange_status::no_resources) {
+            // The gateway could not open a connection (its own file descriptors or ports
+            // ran out): no verdict on the worker; the next check asks again.
+            st.check_running = false;
+            if (!std::exchange(st.probe_starved, true)) {
+              logs::proxy().warn("worker {} ({}): health check skipped, the gateway cannot "
+                                 "open a connection ({}); its health stays {}",
+                                 st.id, st.spec.spec.url, r.detail,
+                                 to_string(st.live->health.load()));
+            }
+            return;
+          }
+          st.probe_starved = false;
+          probe.then(r, *probe.sink);
         }
       },
       [self](health_atom) {

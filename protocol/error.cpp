@@ -32,6 +32,7 @@ constexpr auto error_table = std::to_array<error_info>({
     {ec::upstream_too_large, "upstream_too_large", 502, "server_error", "api_error"},
     {ec::no_worker_available, "no_worker_available", 503, "server_error", "overloaded_error"},
     {ec::service_unavailable, "service_unavailable", 503, "server_error", "overloaded_error"},
+    {ec::out_of_resources, "out_of_resources", 503, "server_error", "overloaded_error"},
     {ec::gateway_timeout, "gateway_timeout", 504, "server_error", "timeout_error"},
 });
 

@@ -30,7 +30,10 @@ enum class error_code {
   upstream_too_large,  ///< The worker's response was larger than the gateway accepts.
   no_worker_available, ///< The model is known, but no healthy worker can take the request.
   service_unavailable, ///< The gateway is not ready (no healthy worker at all) or shutting down.
-  gateway_timeout,     ///< The request deadline passed.
+  /// The gateway could not open a connection to a worker for lack of its own resources (file
+  /// descriptors, local ports, memory): 503, not the worker's failure.
+  out_of_resources,
+  gateway_timeout, ///< The request deadline passed.
 };
 
 /// Static facts about one error code.

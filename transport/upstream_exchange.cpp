@@ -39,8 +39,16 @@ const char* to_string(exchange_status s) noexcept {
     return "cancelled";
   case exchange_status::rejected:
     return "rejected";
+  case exchange_status::no_resources:
+    return "no_resources";
   }
   return "unknown";
+}
+
+bool out_of_local_resources(const beast::error_code& ec) noexcept {
+  return ec == net::error::no_descriptors || ec == std::errc::too_many_files_open_in_system ||
+         ec == net::error::no_buffer_space || ec == net::error::no_memory ||
+         ec == std::errc::address_not_available;
 }
 
 std::shared_ptr<upstream_exchange> upstream_exchange::start(std::shared_ptr<upstream_pool> pool,
@@ -179,7 +187,8 @@ void upstream_exchange::do_resolve() {
           return self->finish(self->classify({}), "resolving " + self->pool_->host());
         }
         if (ec) {
-          return self->finish(exchange_status::connect_failed,
+          return self->finish(out_of_local_resources(ec) ? exchange_status::no_resources
+                                                         : exchange_status::connect_failed,
                               "cannot resolve " + self->pool_->host() + ": " + ec.message());
         }
         std::vector<tcp::endpoint> eps;
@@ -192,25 +201,47 @@ void upstream_exchange::do_resolve() {
 }
 
 void upstream_exchange::do_connect() {
-  net::async_connect(conn_->tcp(), pool_->endpoints(),
-                     [self = shared_from_this()](beast::error_code ec, tcp::endpoint) {
-                       if (ec) {
-                         if (ec != net::error::operation_aborted) {
-                           self->pool_->forget_endpoints();
-                         }
-                         auto st = self->classify(ec);
-                         return self->finish(
-                             st == exchange_status::broken ? exchange_status::connect_failed : st,
-                             "connect: " + ec.message());
-                       }
-                       beast::error_code ignored;
-                       self->conn_->tcp().set_option(tcp::no_delay(true), ignored);
-                       if (self->conn_->secure()) {
-                         return self->do_handshake();
-                       }
-                       self->pool_->note_connected(*self->conn_);
-                       self->do_write();
-                     });
+  connect_to(std::make_shared<const std::vector<tcp::endpoint>>(pool_->endpoints()), 0, {});
+}
+
+void upstream_exchange::connect_to(std::shared_ptr<const std::vector<tcp::endpoint>> eps,
+                                   std::size_t i, beast::error_code last) {
+  auto& socket = conn_->tcp();
+  if (i == eps->size()) {
+    if (out_of_local_resources(last)) {
+      return finish(exchange_status::no_resources, "connect: " + last.message());
+    }
+    pool_->forget_endpoints(); // resolved again by the next connection
+    return finish(exchange_status::connect_failed,
+                  "connect: " + (last ? last.message() : std::string{"no address"}));
+  }
+  beast::error_code ec;
+  socket.close(ec);
+  socket.open((*eps)[i].protocol(), ec);
+  if (ec) {
+    if (out_of_local_resources(ec)) {
+      // Another address would need a socket as much: the gateway is out of them.
+      return finish(exchange_status::no_resources, "cannot open a socket: " + ec.message());
+    }
+    return connect_to(std::move(eps), i + 1, ec);
+  }
+  auto ep = (*eps)[i];
+  socket.async_connect(
+      ep, [self = shared_from_this(), eps = std::move(eps), i](beast::error_code ec) mutable {
+        if (ec && (self->cancelled_ || self->timed_out_)) {
+          return self->finish(self->classify(ec), "connect: " + ec.message());
+        }
+        if (ec) {
+          return self->connect_to(std::move(eps), i + 1, ec);
+        }
+        beast::error_code ignored;
+        self->conn_->tcp().set_option(tcp::no_delay(true), ignored);
+        if (self->conn_->secure()) {
+          return self->do_handshake();
+        }
+        self->pool_->note_connected(*self->conn_);
+        self->do_write();
+      });
 }
 
 void upstream_exchange::do_handshake() {

@@ -35,7 +35,16 @@ enum class exchange_status {
   timeout,        ///< The deadline passed.
   cancelled,      ///< `cancel()` was called.
   rejected,       ///< The sink refused the response (e.g. a size limit).
+  /// The gateway could not open a connection for lack of its own resources (file
+  /// descriptors, local ports, memory): nothing reached the worker, and it is not the
+  /// worker's failure.
+  no_resources,
 };
+
+/// True when `ec` says the gateway itself ran out of something a new connection needs: file
+/// descriptors (EMFILE, ENFILE), buffer space or memory, or a free local port (EADDRNOTAVAIL
+/// from `connect`).
+bool out_of_local_resources(const beast::error_code& ec) noexcept;
 
 /// Readable name of `s`.
 const char* to_string(exchange_status s) noexcept;
@@ -125,6 +134,11 @@ private:
   void watch_deadline();
   void do_resolve();
   void do_connect();
+  /// Connects to `eps[i]`, then on failure to the ones after it; `last` is the latest
+  /// failure. (Not asio's ranged `async_connect`: a socket it cannot open ends it as
+  /// `operation_aborted`, which hides the gateway's own EMFILE behind a failing worker.)
+  void connect_to(std::shared_ptr<const std::vector<tcp::endpoint>> eps, std::size_t i,
+                  beast::error_code last);
   void do_handshake();
   void do_write();
   void write_request(); // do_write's write, now

@@ -277,6 +277,31 @@ TEST_CASE_METHOD(fixture, "retries stop at --retry-max-retries") {
   CHECK(idle());
 }
 
+TEST_CASE_METHOD(fixture, "a gateway out of file descriptors answers 503 out_of_resources in "
+                          "the route's format and tries no other worker") {
+  auto& w1 = worker("w1");
+  auto& w2 = worker("w2");
+  auto c = send(operation::chat_completions, chat_body);
+  w1.fail(0, exchange_status::no_resources);
+  run();
+  CHECK(w2.orders() == 0); // another worker would need a socket as much
+  CHECK(c.status() == 503);
+  CHECK(c.body()["error"]["code"] == "out_of_resources");
+  CHECK(c.body()["error"]["type"] == "server_error");
+  CHECK(metric(R"(troupe_router_request_errors_total{error_type="out_of_resources"})") == 1);
+
+  auto m = send(operation::messages,
+                R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})");
+  auto& picked = w1.orders() == 2 ? w1 : w2;
+  REQUIRE(picked.orders() >= 1);
+  picked.fail(picked.orders() - 1, exchange_status::no_resources);
+  run();
+  CHECK(m.status() == 503);
+  CHECK(m.body()["type"] == "error");
+  CHECK(m.body()["error"]["type"] == "overloaded_error");
+  CHECK(idle());
+}
+
 TEST_CASE_METHOD(fixture, "past its deadline a request is not retried, and a timeout is 504") {
   cfg.request_timeout = 0s;
   auto& w1 = worker("w1");

@@ -271,7 +271,8 @@ class Process:
         self.name = name
         self.log = tempfile.NamedTemporaryFile(prefix=f"{name}-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     preexec_fn=getattr(self, "preexec", None))
         Process.running.add(self)
 
     def start_on(self, port, args_for, name, ready_line, ready_also=None, attempts=3):
@@ -375,9 +376,16 @@ class Gateway(Process):
     """A troupe node."""
 
     def __init__(self, *flags, workers=(), port=None, wait_ready=True, api_key=None,
-                 tls_context=None):
+                 tls_context=None, open_files=None):
         """`tls_context`: the gateway serves HTTPS (its flags say so) and this `ssl.SSLContext`
-        verifies it."""
+        verifies it. `open_files`: the process's file descriptor limit (soft and hard), as
+        `ulimit -n` would set it."""
+        if open_files:
+            import resource
+
+            def limit_files():
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+            self.preexec = limit_files
         def args_for(p):
             self.metrics_port = free_port()
             args = [TROUPE_BIN, "--host", "127.0.0.1", "--port", str(p),

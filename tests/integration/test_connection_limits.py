@@ -4,6 +4,7 @@ field count of a head (431). Each refusal is a clear answer and a metric, and ne
 gateway from serving everyone else."""
 
 import json
+import os
 import selectors
 import socket
 import time
@@ -179,6 +180,64 @@ class MaxConnections(ProcessTestCase):
         self.assertEqual(get(gw.url + "/liveness").status, 200)
         for s in held:
             s.close()
+
+
+class OutOfFileDescriptors(ProcessTestCase):
+    """A gateway at its open-files limit cannot open a connection to a worker: the request
+    gets 503 out_of_resources, and the worker, which did nothing wrong, is not blamed: no
+    failure counted, its breaker closed, still healthy."""
+
+    LIMIT = 128
+
+    def open_files(self, gw):
+        return len(os.listdir(f"/proc/{gw.proc.pid}/fd"))
+
+    def test_requests_get_503_out_of_resources_and_the_worker_is_not_blamed(self):
+        sim = self.sim("--stall-ms", "400")  # each request holds its worker connection a while
+        gw = self.gateway("--max-connections", "0", workers=[sim], open_files=self.LIMIT)
+        # Client connections opened (and accepted) first, to send requests on once the
+        # gateway has no descriptor left.
+        clients = [connect(gw) for _ in range(4)]
+        wait_until(lambda: metrics(gw)["troupe_http_connections"] >= 4, 5, what="clients in")
+        # Then idle connections until every descriptor is taken: the listener stops accepting
+        # (and counts it), the rest wait in its backlog.
+        fillers = []
+        for _ in range(self.LIMIT + 16):
+            fillers.append(connect(gw))
+        wait_until(lambda: self.open_files(gw) >= self.LIMIT, 10, what="descriptors used up")
+        body = json.dumps(CHAT).encode()
+        for s in clients:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nConnection: close\r\n"
+                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        answers = [parse(read_all(s)) for s in clients]
+        for s in clients:
+            s.close()
+        statuses = sorted(status for status, _, _ in answers)
+        self.assertIn(503, statuses, answers)
+        for status, headers, raw in answers:
+            if status == 503:
+                error = json.loads(raw)["error"]
+                self.assertEqual(error["code"], "out_of_resources", raw)
+                self.assertEqual(error["type"], "server_error")
+                self.assertIn("Too many open files", error["message"])
+            else:
+                self.assertEqual(status, 200, raw)  # one may have found a pooled connection
+        for s in fillers:
+            s.close()
+        wait_until(lambda: self.open_files(gw) < self.LIMIT - 16, 10, what="descriptors back")
+        wait_until(lambda: get(gw.url + "/liveness", timeout=2).status == 200, 10,
+                   what="the gateway accepting again")
+        (worker,) = gw.workers()
+        self.assertEqual(worker["failures_total"], 0)
+        self.assertEqual(worker["circuit_breaker"], "closed")
+        self.assertEqual(worker["health"], "healthy")
+        self.assertEqual(worker["load"], 0)
+        m = metrics(gw)
+        self.assertEqual(m['troupe_router_request_errors_total{error_type="out_of_resources"}'],
+                         statuses.count(503))
+        self.assertGreater(m["troupe_http_accept_errors_total"], 0)
+        self.assertEqual(post(gw.url + "/v1/chat/completions", CHAT).status, 200)
 
 
 class OversizedHeads(ProcessTestCase):

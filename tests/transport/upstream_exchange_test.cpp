@@ -11,7 +11,9 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <sys/resource.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace troupe;
 using namespace troupe::transport;
@@ -162,6 +164,63 @@ TEST_CASE("connecting to a closed port fails as connect_failed") {
   auto r = run(pool, "/x");
   CHECK(r.result.status == exchange_status::connect_failed);
   CHECK_FALSE(r.result.head_received);
+}
+
+/// Takes every file descriptor the process may still open (under a soft limit lowered to
+/// at most 1024), as a gateway at its `ulimit -n` is; gives them back when it goes.
+struct descriptors_exhausted {
+  descriptors_exhausted() {
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    auto low = saved;
+    low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 1024);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+    for (int fd; (fd = ::dup(STDERR_FILENO)) >= 0;) {
+      held.push_back(fd);
+    }
+    REQUIRE(errno == EMFILE);
+  }
+  ~descriptors_exhausted() {
+    for (int fd : held) {
+      ::close(fd);
+    }
+    ::setrlimit(RLIMIT_NOFILE, &saved);
+  }
+  rlimit saved{};
+  std::vector<int> held;
+};
+
+TEST_CASE("a gateway out of file descriptors fails as no_resources, not as the worker's "
+          "connect_failed, and connects again once one is free") {
+  io_thread io;
+  fake_worker w{io};
+  auto pool = std::make_shared<upstream_pool>(io.ioc, "127.0.0.1", w.server.port(), 8);
+  // The first exchange resolves the address; its connection is not kept (Connection: close).
+  REQUIRE(run(pool, "/close").result.status == exchange_status::ok);
+  REQUIRE(pool->idle_connections() == 0);
+  {
+    descriptors_exhausted full;
+    auto r = run(pool, "/x");
+    CHECK(r.result.status == exchange_status::no_resources);
+    CHECK(r.result.detail.find("Too many open files") != std::string::npos);
+    CHECK_FALSE(r.result.head_received);
+  }
+  CHECK(w.requests == 1); // nothing reached the worker
+  auto again = run(pool, "/y");
+  CHECK(again.result.status == exchange_status::ok);
+  CHECK(again.sink->body() == R"({"target":"/y"})");
+}
+
+TEST_CASE("only the gateway's own shortages count as out of resources") {
+  namespace errc = boost::asio::error;
+  CHECK(out_of_local_resources(errc::no_descriptors)); // EMFILE
+  namespace sys = boost::system::errc;
+  CHECK(out_of_local_resources(sys::make_error_code(sys::too_many_files_open_in_system)));
+  CHECK(out_of_local_resources(sys::make_error_code(sys::address_not_available))); // no port
+  CHECK(out_of_local_resources(errc::no_buffer_space));
+  CHECK_FALSE(out_of_local_resources(errc::connection_refused));
+  CHECK_FALSE(out_of_local_resources(errc::host_unreachable));
+  CHECK_FALSE(out_of_local_resources(errc::operation_aborted));
+  CHECK_FALSE(out_of_local_resources({}));
 }
 
 TEST_CASE("a worker that does not answer in time fails as timeout") {
