@@ -151,7 +151,8 @@ def many(args, results):
         t.join()
         row = {"streams": args.streams, "sims": args.sims, "tokens": tokens,
                "wall_s": time.time() - started, "ok": stage["ok"], "failed": stage["failed"],
-               "failures": stage["failures"], "rss_idle_mb": idle, "rss_peak_mb": peak[0],
+               "failures": stage["failures"], "first_errors": stage.get("first_errors", []),
+               "rss_idle_mb": idle, "rss_peak_mb": peak[0],
                "kb_per_stream": (peak[0] - idle) * 1024 / args.streams,
                "ttft_p50_ms": stage["ttft_ms"]["p50"], "ttft_p99_ms": stage["ttft_ms"]["p99"],
                "itl_p99_ms": stage["itl_ms"]["p99"]}
@@ -161,6 +162,8 @@ def many(args, results):
               f"{idle:.0f} MB idle, {peak[0]:.0f} MB peak ({row['kb_per_stream']:.1f} KB per "
               f"stream); TTFT p50 {row['ttft_p50_ms']:.0f} ms p99 {row['ttft_p99_ms']:.0f} ms; "
               f"ITL p99 {row['itl_p99_ms']:.0f} ms", flush=True)
+        for error in row["first_errors"][:3]:
+            print(f"  a failure: {error}", flush=True)
     finally:
         procs.stop_all()
 
