@@ -77,6 +77,11 @@ transport::response make_error_response(const protocol::api_error& err, protocol
   auto res = make_json_response(protocol::http_status(err.code),
                                 protocol::render_error_body(err, format), request_id);
   res.version(version);
+  if (err.code == protocol::error_code::out_of_resources) {
+    // Descriptors free up as requests end: a second is a fair first guess, and the OpenAI and
+    // Anthropic SDKs honour it when they retry.
+    res.set(http::field::retry_after, "1");
+  }
   return res;
 }
 

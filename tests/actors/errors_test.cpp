@@ -24,3 +24,16 @@ TEST_CASE("CAF's own errors become internal or gateway errors") {
   CHECK(to_api_error(caf::make_error(caf::sec::unexpected_message)).code ==
         protocol::error_code::internal_error);
 }
+
+TEST_CASE("a gateway out of resources tells the client when to retry; a worker's failure does "
+          "not") {
+  auto res = make_error_response({protocol::error_code::out_of_resources, "no socket", {}},
+                                 protocol::api_format::openai, "rid", 11);
+  CHECK(res.result_int() == 503);
+  CHECK(res[transport::http::field::retry_after] == "1");
+  CHECK(res["x-request-id"] == "rid");
+  auto other = make_error_response({protocol::error_code::bad_gateway, "reset", {}},
+                                   protocol::api_format::anthropic, "rid", 11);
+  CHECK(other.result_int() == 502);
+  CHECK(other.find(transport::http::field::retry_after) == other.end());
+}

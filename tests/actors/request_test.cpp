@@ -288,6 +288,7 @@ TEST_CASE_METHOD(fixture, "a gateway out of file descriptors answers 503 out_of_
   CHECK(c.status() == 503);
   CHECK(c.body()["error"]["code"] == "out_of_resources");
   CHECK(c.body()["error"]["type"] == "server_error");
+  CHECK((*c.reply->full())[transport::http::field::retry_after] == "1");
   CHECK(metric(R"(troupe_router_request_errors_total{error_type="out_of_resources"})") == 1);
 
   auto m = send(operation::messages,

@@ -221,6 +221,7 @@ class OutOfFileDescriptors(ProcessTestCase):
                 self.assertEqual(error["code"], "out_of_resources", raw)
                 self.assertEqual(error["type"], "server_error")
                 self.assertIn("Too many open files", error["message"])
+                self.assertEqual(headers.get("retry-after"), "1")
             else:
                 self.assertEqual(status, 200, raw)  # one may have found a pooled connection
         for s in fillers:
