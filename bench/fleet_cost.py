@@ -243,9 +243,7 @@ def main():
     workers = FakeWorkers(ports)
     spare_urls = workers.urls[max(args.workers):]
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-cost-lua-")
-    script = os.path.join(tmp, "chat.lua")
-    with open(script, "w") as f:
-        f.write(fs.WRK_LUA)
+    script = fs.write_wrk_script(tmp)
     rows = {}
     try:
         for policy in args.policies:

@@ -41,9 +41,7 @@ def main():
     urls = [f"http://127.0.0.1:{p}" for p in ports]
     workers = FakeWorkers(ports, prefix=["taskset", "-c", "1"])
     tmp = tempfile.mkdtemp()
-    script = os.path.join(tmp, "chat.lua")
-    with open(script, "w") as f:
-        f.write(fs.WRK_LUA)
+    script = fs.write_wrk_script(tmp)
     res = {}
     try:
         for rnd in range(args.rounds):

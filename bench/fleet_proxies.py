@@ -157,9 +157,7 @@ def main():
         print(f"note: {p} is not installed (scripts/install-deps.sh); left out", flush=True)
     binary = os.path.join(args.build, "apps", "troupe", "troupe")
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-proxies-lua-")
-    script = os.path.join(tmp, "chat.lua")
-    with open(script, "w") as f:
-        f.write(fs.WRK_LUA)
+    script = fs.write_wrk_script(tmp)
     ports = fs.worker_ports(max(args.workers))
     workers = FakeWorkers(ports, prefix=["taskset", "-c", args.load_cpus])
     rows = []

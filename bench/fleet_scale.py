@@ -69,6 +69,14 @@ end
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
+def write_wrk_script(directory):
+    """Writes the requests' wrk script (WRK_LUA) into `directory`; returns its path."""
+    path = os.path.join(directory, "chat.lua")
+    with open(path, "w") as f:
+        f.write(WRK_LUA)
+    return path
+
+
 def port_free(port):
     with socket.socket() as s:
         try:
@@ -385,9 +393,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-")
     try:
         workers = FakeWorkers(ports, prefix=["taskset", "-c", args.load_cpus])
-        script = os.path.join(tmp, "chat.lua")
-        with open(script, "w") as f:
-            f.write(WRK_LUA)
+        script = write_wrk_script(tmp)
 
         for rnd in range(args.rounds):
             for policy, w, build in [(p, w, b) for p in args.policies for w in args.workers

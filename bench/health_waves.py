@@ -62,9 +62,7 @@ def main():
     args = ap.parse_args()
     binary = os.path.join(args.build, "apps", "troupe", "troupe")
     fleet = FakeWorkers(fs.worker_ports(args.workers), prefix=["taskset", "-c", args.load_cpus])
-    script = os.path.join(tempfile.mkdtemp(prefix="troupe-health-waves-"), "wrk.lua")
-    with open(script, "w") as f:
-        f.write(fs.WRK_LUA)
+    script = fs.write_wrk_script(tempfile.mkdtemp(prefix="troupe-health-waves-"))
     try:
         for r in range(1, args.rounds + 1):
             for j in args.jitter:

@@ -106,9 +106,7 @@ def main():
     proxies = [p for p in args.proxies if fp.available(p)]
     binary = os.path.join(args.build, "apps", "troupe", "troupe")
     tmp = tempfile.mkdtemp(prefix="troupe-peer-wakeups-")
-    script = os.path.join(tmp, "chat.lua")
-    with open(script, "w") as f:
-        f.write(fs.WRK_LUA)
+    script = fs.write_wrk_script(tmp)
     ports = fs.worker_ports(max(args.workers))
     workers = FakeWorkers(ports, prefix=["taskset", "-c", "1"])
     fleet_pids = [workers.proc.pid, *children(workers.proc.pid)]

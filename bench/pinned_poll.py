@@ -81,9 +81,7 @@ def main():
     hogs = [subprocess.Popen(["taskset", "-c", args.load_cpus, "nice", "-n", "19", sys.executable,
                               "-c", "while True: pass"]) for _ in range(args.hogs)]
     tmp = tempfile.mkdtemp(prefix="troupe-pinned-poll-")
-    script = os.path.join(tmp, "chat.lua")
-    with open(script, "w") as f:
-        f.write(fs.WRK_LUA)
+    script = fs.write_wrk_script(tmp)
     rows = {}
     try:
         for rnd in range(args.rounds):
