@@ -2,6 +2,7 @@
 
 #include "services/admission.hpp"
 #include "services/metric_children.hpp"
+#include "services/process_gauges.hpp"
 #include "services/scrape_gauges.hpp"
 
 #include <array>
@@ -45,6 +46,7 @@ struct metrics::impl {
   std::shared_ptr<detail::connection_gauges> connections =
       std::make_shared<detail::connection_gauges>();
   std::shared_ptr<detail::io_loop_gauges> io_loops = std::make_shared<detail::io_loop_gauges>();
+  std::shared_ptr<detail::process_gauges> process = std::make_shared<detail::process_gauges>();
 
   // HTTP
   prom::Family<prom::Counter>& http_requests =
@@ -358,8 +360,8 @@ void metrics::watch_io_loops(std::shared_ptr<const transport::io_loop_stats> sta
 }
 
 std::vector<std::shared_ptr<prometheus::Collectable>> metrics::collectables() const {
-  return {impl_->registry,    impl_->workers,   impl_->system,  impl_->client_flow,
-          impl_->connections, impl_->admission, impl_->io_loops};
+  return {impl_->registry,    impl_->workers,   impl_->system,   impl_->client_flow,
+          impl_->connections, impl_->admission, impl_->io_loops, impl_->process};
 }
 
 void metrics::watch_admission(std::shared_ptr<const admission_control> admission) {

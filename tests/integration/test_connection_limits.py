@@ -199,6 +199,11 @@ class OutOfFileDescriptors(ProcessTestCase):
         # gateway has no descriptor left.
         clients = [connect(gw) for _ in range(4)]
         wait_until(lambda: metrics(gw)["troupe_http_connections"] >= 4, 5, what="clients in")
+        # What an operator watches to see it coming: the process series count the gateway's
+        # descriptors against its limit (the scrape's own connection within the margin).
+        m = metrics(gw)
+        self.assertEqual(m["process_max_fds"], self.LIMIT)
+        self.assertAlmostEqual(m["process_open_fds"], self.open_files(gw), delta=3)
         # Then idle connections until every descriptor is taken: the listener stops accepting
         # (and counts it), the rest wait in its backlog.
         fillers = []
@@ -238,6 +243,7 @@ class OutOfFileDescriptors(ProcessTestCase):
         self.assertEqual(m['troupe_router_request_errors_total{error_type="out_of_resources"}'],
                          statuses.count(503))
         self.assertGreater(m["troupe_http_accept_errors_total"], 0)
+        self.assertLess(m["process_open_fds"], self.LIMIT - 16)
         self.assertEqual(post(gw.url + "/v1/chat/completions", CHAT).status, 200)
 
 
