@@ -19,4 +19,19 @@ template <class T> std::optional<T> parse_number(std::string_view s) {
   return value;
 }
 
+/// The next field of `s` separated by spaces, tabs or newlines (a /proc line, a cgroup file),
+/// which `s` loses; empty when none is left.
+inline std::string_view next_field(std::string_view& s) {
+  auto start = s.find_first_not_of(" \t\n");
+  if (start == std::string_view::npos) {
+    s = {};
+    return {};
+  }
+  s.remove_prefix(start);
+  auto end = s.find_first_of(" \t\n");
+  auto field = s.substr(0, end);
+  s.remove_prefix(end == std::string_view::npos ? s.size() : end);
+  return field;
+}
+
 } // namespace troupe::protocol

@@ -1,12 +1,11 @@
 #include "services/process_gauges.hpp"
 
 #include "protocol/parse_number.hpp"
+#include "transport/small_file.hpp"
 
 #include <array>
 #include <dirent.h>
-#include <fcntl.h>
 #include <prometheus/client_metric.h>
-#include <string>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,38 +13,8 @@ namespace troupe::services {
 
 namespace {
 
-/// The next space-separated field of `rest`, which loses it.
-std::string_view next_field(std::string_view& rest) {
-  auto start = rest.find_first_not_of(' ');
-  if (start == std::string_view::npos) {
-    rest = {};
-    return {};
-  }
-  rest.remove_prefix(start);
-  auto end = rest.find(' ');
-  auto field = rest.substr(0, end);
-  rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
-  return field;
-}
-
-/// A small file's text (/proc files report a size of 0: read until the end), or empty.
-std::string read_small_file(const char* path) {
-  std::string out;
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return out;
-  }
-  std::array<char, 4096> buf{};
-  for (;;) {
-    auto n = ::read(fd, buf.data(), buf.size());
-    if (n <= 0) {
-      break;
-    }
-    out.append(buf.data(), static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
+using protocol::next_field;
+using transport::read_small_file;
 
 /// The machine's boot time, read once: it does not change while the process runs.
 std::optional<double> boot_time() {

@@ -3,12 +3,11 @@
 #include "protocol/parse_number.hpp"
 #include "transport/poll_window.hpp"
 #include "transport/send_phase.hpp"
+#include "transport/small_file.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
-#include <fstream>
 #include <sched.h>
-#include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -23,25 +22,7 @@ unsigned online_cpus() {
   return static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
-std::string_view next_field(std::string_view& s) {
-  auto start = s.find_first_not_of(" \t\n");
-  if (start == std::string_view::npos) {
-    s = {};
-    return {};
-  }
-  s.remove_prefix(start);
-  auto end = s.find_first_of(" \t\n");
-  auto field = s.substr(0, end);
-  s.remove_prefix(end == std::string_view::npos ? s.size() : end);
-  return field;
-}
-
-std::string read_small_file(const char* path) {
-  std::ifstream in{path};
-  std::ostringstream out;
-  out << in.rdbuf();
-  return in ? out.str() : std::string{};
-}
+using protocol::next_field;
 
 } // namespace
 
