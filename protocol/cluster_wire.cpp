@@ -1,5 +1,6 @@
 #include "protocol/cluster_wire.hpp"
 
+#include "protocol/msgpack_fields.hpp"
 #include "protocol/placement_wire.hpp"
 #include "protocol/prefix_wire.hpp"
 #include "protocol/response_wire.hpp"
@@ -14,11 +15,7 @@ namespace {
 // Field names are short (they travel with every message) and never reused for another meaning.
 
 using packer = msgpack::packer<msgpack::sbuffer>;
-
-void put(packer& pk, std::string_view s) {
-  pk.pack_str(static_cast<std::uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
-}
+using msgpack_fields::put;
 
 void put(packer& pk, const std::vector<std::string>& xs) {
   pk.pack_array(static_cast<std::uint32_t>(xs.size()));

@@ -15,6 +15,9 @@
 
 namespace troupe::transport {
 
+/// The least room a head read has (a head in one read, not in reads of 512 bytes).
+inline constexpr std::size_t head_read_size = 4096;
+
 /// Largest read of a body; also the most a buffer grows for one.
 inline constexpr std::size_t body_read_size = 64 * 1024;
 

@@ -31,9 +31,6 @@ request partial_request(const request& parsed) {
   return req;
 }
 
-/// The least room a head read has.
-constexpr std::size_t head_read_size = 4096;
-
 /// A body with at least this many bytes still to come is read straight into the request.
 constexpr std::size_t direct_body_read_min = 16 * 1024;
 

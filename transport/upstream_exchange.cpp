@@ -18,13 +18,6 @@
 
 namespace troupe::transport {
 
-namespace {
-
-/// The least room a response head read has.
-constexpr std::size_t head_read_size = 4096;
-
-} // namespace
-
 const char* to_string(exchange_status s) noexcept {
   switch (s) {
   case exchange_status::ok:

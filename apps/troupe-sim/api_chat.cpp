@@ -25,8 +25,8 @@ nlohmann::json tool_call_json(const tool_call& t) {
 }
 
 // Reads `tools` and `tool_choice`; the tool to call, if any.
-std::optional<protocol::api_error> read_tools(const nlohmann::json& body,
-                                              std::string_view last_user, gen_request& req) {
+std::optional<protocol::api_error> read_chat_tools(const nlohmann::json& body,
+                                                   std::string_view last_user, gen_request& req) {
   std::vector<tool_def> tools;
   if (auto it = body.find("tools"); it != body.end() && !it->is_null()) {
     if (!it->is_array()) {
@@ -121,7 +121,7 @@ parse_result chat_api::parse(const nlohmann::json& body, sim_context& ctx) {
   if (auto so = body.find("stream_options"); so != body.end() && so->is_object()) {
     req.extra["include_usage"] = so->value("include_usage", false);
   }
-  if (auto why = read_tools(body, last_user, req)) {
+  if (auto why = read_chat_tools(body, last_user, req)) {
     return *why;
   }
   auto boot = parse_bootstrap(body, 1, false);

@@ -114,6 +114,20 @@ const nlohmann::json* element(const nlohmann::json& field, std::size_t i) {
 
 } // namespace
 
+bool read_token_ids(const nlohmann::json& list, std::vector<token_id>& out) {
+  if (!list.is_array()) {
+    return false;
+  }
+  out.reserve(out.size() + list.size());
+  for (const auto& id : list) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
+      return false;
+    }
+    out.push_back(static_cast<token_id>(id.get<std::int64_t>()));
+  }
+  return true;
+}
+
 std::string model_of(const nlohmann::json& body, const std::string& fallback) {
   auto it = body.find("model");
   return it != body.end() && it->is_string() ? it->get<std::string>() : fallback;

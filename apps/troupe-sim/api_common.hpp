@@ -19,6 +19,10 @@ namespace troupe::sim {
 /// The request's `model` when it is a string, else `fallback`.
 std::string model_of(const nlohmann::json& body, const std::string& fallback);
 
+/// Reads a list of token ids (non-negative integers) into `out`; false when `list` is not an
+/// array or holds anything else.
+bool read_token_ids(const nlohmann::json& list, std::vector<token_id>& out);
+
 /// An error to send: its code, what the client is told and the field to blame.
 protocol::api_error make_error(protocol::error_code code, std::string message,
                                std::string param = {});

@@ -5,20 +5,6 @@
 
 namespace troupe::sim {
 
-namespace {
-
-bool read_ids(const nlohmann::json& list, std::vector<token_id>& out) {
-  for (const auto& id : list) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
-      return false;
-    }
-    out.push_back(static_cast<token_id>(id.get<std::int64_t>()));
-  }
-  return true;
-}
-
-} // namespace
-
 parse_result completions_api::parse(const nlohmann::json& body, sim_context& ctx) {
   gen_request req;
   const auto prompt = body.find("prompt");
@@ -34,7 +20,7 @@ parse_result completions_api::parse(const nlohmann::json& body, sim_context& ctx
     const auto& first = prompt->front();
     if (first.is_number_integer()) {
       std::vector<token_id> ids;
-      if (!read_ids(*prompt, ids)) {
+      if (!read_token_ids(*prompt, ids)) {
         return bad_prompt();
       }
       req.prompts.push_back(std::move(ids));
@@ -45,7 +31,7 @@ parse_result completions_api::parse(const nlohmann::json& body, sim_context& ctx
           req.prompts.push_back(tokenize(p.get<std::string>()));
         } else if (p.is_array()) {
           std::vector<token_id> ids;
-          if (!read_ids(p, ids)) {
+          if (!read_token_ids(p, ids)) {
             return bad_prompt();
           }
           req.prompts.push_back(std::move(ids));

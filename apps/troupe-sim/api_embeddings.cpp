@@ -11,16 +11,6 @@ namespace troupe::sim {
 
 namespace {
 
-bool read_ids(const nlohmann::json& list, std::vector<token_id>& out) {
-  for (const auto& id : list) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
-      return false;
-    }
-    out.push_back(static_cast<token_id>(id.get<std::int64_t>()));
-  }
-  return true;
-}
-
 std::string base64(const unsigned char* data, std::size_t n) {
   static constexpr char table[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -75,7 +65,7 @@ parse_embeddings(const nlohmann::json& body, std::size_t default_dim, const std:
   } else if (input->is_array() && !input->empty()) {
     if (input->front().is_number_integer()) {
       std::vector<token_id> ids;
-      if (!read_ids(*input, ids)) {
+      if (!read_token_ids(*input, ids)) {
         return bad();
       }
       req.inputs.push_back(std::move(ids));
@@ -84,7 +74,7 @@ parse_embeddings(const nlohmann::json& body, std::size_t default_dim, const std:
         std::vector<token_id> ids;
         if (item.is_string()) {
           ids = tokenize(item.get<std::string>());
-        } else if (!item.is_array() || !read_ids(item, ids)) {
+        } else if (!item.is_array() || !read_token_ids(item, ids)) {
           return bad();
         }
         req.inputs.push_back(std::move(ids));

@@ -11,20 +11,6 @@ namespace {
 constexpr token_id eos_token = 2;
 
 // Reads one `input_ids` list.
-bool read_ids(const nlohmann::json& list, std::vector<token_id>& out) {
-  if (!list.is_array()) {
-    return false;
-  }
-  out.reserve(list.size());
-  for (const auto& id : list) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
-      return false;
-    }
-    out.push_back(static_cast<token_id>(id.get<std::int64_t>()));
-  }
-  return true;
-}
-
 nlohmann::json finish_json(const gen_state& st, const sequence& s) {
   if (s.finish == finish_reason::none) {
     if (st.cancelled || st.abandoned) {
@@ -81,14 +67,14 @@ parse_result generate_api::parse(const nlohmann::json& body, sim_context& ctx) {
       req.batch = true;
       for (const auto& list : *ids) {
         std::vector<token_id> prompt;
-        if (!read_ids(list, prompt)) {
+        if (!read_token_ids(list, prompt)) {
           return bad_request("'input_ids' must hold lists of token ids", "input_ids");
         }
         req.prompts.push_back(std::move(prompt));
       }
     } else {
       std::vector<token_id> prompt;
-      if (!read_ids(*ids, prompt)) {
+      if (!read_token_ids(*ids, prompt)) {
         return bad_request("'input_ids' must be a list of token ids", "input_ids");
       }
       req.prompts.push_back(std::move(prompt));

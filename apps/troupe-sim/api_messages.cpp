@@ -28,8 +28,8 @@ nlohmann::json usage(const gen_state& st, std::size_t output_tokens) {
           {"output_tokens", output_tokens}};
 }
 
-std::optional<protocol::api_error> read_tools(const nlohmann::json& body,
-                                              std::string_view last_user, gen_request& req) {
+std::optional<protocol::api_error>
+read_anthropic_tools(const nlohmann::json& body, std::string_view last_user, gen_request& req) {
   std::vector<tool_def> tools;
   if (auto it = body.find("tools"); it != body.end() && !it->is_null()) {
     if (!it->is_array()) {
@@ -130,7 +130,7 @@ parse_result messages_api::parse(const nlohmann::json& body, sim_context&) {
   if (err) {
     return *err;
   }
-  if (auto why = read_tools(body, last_user, req)) {
+  if (auto why = read_anthropic_tools(body, last_user, req)) {
     return *why;
   }
   auto boot = parse_bootstrap(body, 1, false);

@@ -13,11 +13,11 @@ using namespace troupe::actors;
 namespace {
 
 /// A policy with a direct picker over a fleet view, on a deterministic actor system.
-struct fixture : test::actor_system_fixture {
+struct direct_picker_fixture : test::actor_system_fixture {
   std::shared_ptr<fleet_view> view = std::make_shared<fleet_view>();
   policy_link link;
 
-  explicit fixture(const std::string& strategy = "round_robin")
+  explicit direct_picker_fixture(const std::string& strategy = "round_robin")
       : link(make_policy_link(sys, strategy, protocol::worker_type::regular, {}, view)) {
     keep(link.actor);
   }
@@ -75,7 +75,7 @@ struct fixture : test::actor_system_fixture {
 TEST_CASE("round robin, random and power of two come with a direct picker; the others do not") {
   const std::set<std::string> concurrent{"round_robin", "random", "power_of_two"};
   for (auto& name : strategy_names()) {
-    fixture f{name};
+    direct_picker_fixture f{name};
     INFO(name);
     CHECK((f.link.picker != nullptr) == (concurrent.count(name) == 1));
   }
@@ -87,9 +87,9 @@ TEST_CASE("round robin, random and power of two come with a direct picker; the o
 }
 
 TEST_CASE("the direct picker and its policy actor share one round-robin cursor and one count") {
-  fixture f;
+  direct_picker_fixture f;
   f.fleet({{"a", true}, {"b", true}, {"c", true}});
-  auto sel = fixture::for_model();
+  auto sel = direct_picker_fixture::for_model();
   CHECK(f.by_picker(sel) == "a");
   CHECK(f.by_actor(sel) == "b");
   CHECK(f.by_picker(sel) == "c");
@@ -100,12 +100,12 @@ TEST_CASE("the direct picker and its policy actor share one round-robin cursor a
 }
 
 TEST_CASE("the direct picker answers as its policy actor does") {
-  fixture f;
+  direct_picker_fixture f;
   f.fleet({{"a", true}, {"b", false}, {"c", true}});
   // An unknown model, and a model whose workers are all excluded or unhealthy.
-  CHECK(f.by_picker(fixture::for_model("nope")) == "error:model_not_found");
-  CHECK(f.by_actor(fixture::for_model("nope")) == "error:model_not_found");
-  auto sel = fixture::for_model();
+  CHECK(f.by_picker(direct_picker_fixture::for_model("nope")) == "error:model_not_found");
+  CHECK(f.by_actor(direct_picker_fixture::for_model("nope")) == "error:model_not_found");
+  auto sel = direct_picker_fixture::for_model();
   sel.exclude = {"a", "c"};
   CHECK(f.by_picker(sel) == "error:no_worker_available");
   CHECK(f.by_actor(sel) == "error:no_worker_available");
@@ -122,9 +122,9 @@ TEST_CASE("the direct picker answers as its policy actor does") {
 }
 
 TEST_CASE("a selection naming a target worker goes to the policy actor") {
-  fixture f;
+  direct_picker_fixture f;
   f.fleet({{"a", true}, {"b", true}});
-  auto sel = fixture::for_model();
+  auto sel = direct_picker_fixture::for_model();
   sel.target = "b";
   CHECK_FALSE(f.link.picker->pick(sel));
   CHECK(f.by_actor(sel) == "b");

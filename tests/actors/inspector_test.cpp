@@ -18,7 +18,7 @@ using namespace std::chrono_literals;
 namespace {
 
 /// The inspector on a deterministic actor system, and fake actors for it to inspect.
-struct fixture : test::actor_system_fixture {
+struct inspector_fixture : test::actor_system_fixture {
   /// An actor answering inspections with a fixed state, or never (`stuck`); counts the asks
   /// for its state in `asked` and those for its mailbox size alone in `sized` (when given).
   inspectable_actor fake(std::string name, std::shared_ptr<int> asked, bool stuck = false,
@@ -94,7 +94,8 @@ json by_name(const json& listing, const std::string& name) {
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "a listing shows every registered actor with a scalar summary") {
+TEST_CASE_METHOD(inspector_fixture,
+                 "a listing shows every registered actor with a scalar summary") {
   auto asked = std::make_shared<int>(0);
   auto insp = inspector(quick());
   auto a = fake("fake-a", asked);
@@ -119,7 +120,7 @@ TEST_CASE_METHOD(fixture, "a listing shows every registered actor with a scalar 
   CHECK(*asked == 2);
 }
 
-TEST_CASE_METHOD(fixture, "a listing by kind and limit asks only the actors it lists") {
+TEST_CASE_METHOD(inspector_fixture, "a listing by kind and limit asks only the actors it lists") {
   auto asked = std::make_shared<int>(0);
   auto insp = inspector(quick());
   std::vector<inspectable_actor> fakes;
@@ -178,7 +179,7 @@ TEST_CASE_METHOD(fixture, "a listing by kind and limit asks only the actors it l
   CHECK(m5 == 0);
 }
 
-TEST_CASE_METHOD(fixture, "one actor's full state keeps its structured fields") {
+TEST_CASE_METHOD(inspector_fixture, "one actor's full state keeps its structured fields") {
   auto asked = std::make_shared<int>(0);
   auto insp = inspector(quick());
   auto a = fake("fake-a", asked);
@@ -201,7 +202,7 @@ TEST_CASE_METHOD(fixture, "one actor's full state keeps its structured fields") 
   CHECK(own_state(insp)["registered"] == 1);
 }
 
-TEST_CASE_METHOD(fixture, "a stuck actor times out without holding the others back") {
+TEST_CASE_METHOD(inspector_fixture, "a stuck actor times out without holding the others back") {
   auto asked = std::make_shared<int>(0);
   auto stuck_asked = std::make_shared<int>(0);
   auto insp = inspector(quick());
@@ -227,7 +228,8 @@ TEST_CASE_METHOD(fixture, "a stuck actor times out without holding the others ba
   CHECK(s["error"] == "no answer within 1000 ms");
 }
 
-TEST_CASE_METHOD(fixture, "asks for the same actor are merged: a stuck actor gets one message") {
+TEST_CASE_METHOD(inspector_fixture,
+                 "asks for the same actor are merged: a stuck actor gets one message") {
   auto stuck_asked = std::make_shared<int>(0);
   auto insp = inspector(quick());
   auto stuck = fake("stuck", stuck_asked, true);
@@ -248,7 +250,7 @@ TEST_CASE_METHOD(fixture, "asks for the same actor are merged: a stuck actor get
   CHECK(json::parse(**third)["status"] == "timeout");
 }
 
-TEST_CASE_METHOD(fixture, "no more than max_outstanding inspections run at once") {
+TEST_CASE_METHOD(inspector_fixture, "no more than max_outstanding inspections run at once") {
   auto asked = std::make_shared<int>(0);
   auto insp = inspector(quick(2));
   for (int i = 0; i < 5; ++i) {
@@ -270,7 +272,8 @@ TEST_CASE_METHOD(fixture, "no more than max_outstanding inspections run at once"
   CHECK(json::parse(**out).size() == 6);
 }
 
-TEST_CASE_METHOD(fixture, "terminated and deregistered actors leave the listing and the gauges") {
+TEST_CASE_METHOD(inspector_fixture,
+                 "terminated and deregistered actors leave the listing and the gauges") {
   auto asked = std::make_shared<int>(0);
   auto m = std::make_shared<services::metrics>();
   auto insp = inspector(quick(), m);
@@ -297,7 +300,8 @@ TEST_CASE_METHOD(fixture, "terminated and deregistered actors leave the listing 
   CHECK(text.find("actor=\"fake-b\"") == std::string::npos);
 }
 
-TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval, asking the size alone") {
+TEST_CASE_METHOD(inspector_fixture,
+                 "mailbox gauges refresh on their own interval, asking the size alone") {
   auto asked = std::make_shared<int>(0);
   auto sized = std::make_shared<int>(0);
   auto m = std::make_shared<services::metrics>();
@@ -320,7 +324,8 @@ TEST_CASE_METHOD(fixture, "mailbox gauges refresh on their own interval, asking 
   CHECK(own_state(insp)["gauge_reads_total"] == 2);
 }
 
-TEST_CASE_METHOD(fixture, "a gauge refresh shares the slots and skips an actor being inspected") {
+TEST_CASE_METHOD(inspector_fixture,
+                 "a gauge refresh shares the slots and skips an actor being inspected") {
   auto asked = std::make_shared<int>(0);
   auto sized = std::make_shared<int>(0);
   auto m = std::make_shared<services::metrics>();

@@ -16,13 +16,13 @@ namespace {
 
 /// A leg whose parent is a small actor standing in for the request actor: `dispatch` and
 /// `cancel` sent to the parent go to the leg; the parent records the leg's `down_msg`.
-struct fixture : test::actor_system_fixture {
+struct pd_leg_fixture : test::actor_system_fixture {
   test::fake_worker worker{sys, "p1", worker_type::prefill, {"m"}};
   std::shared_ptr<transport::collect_sink> sink = std::make_shared<transport::collect_sink>(1024);
   std::shared_ptr<bool> leg_down = std::make_shared<bool>(false);
   caf::actor parent;
 
-  fixture() {
+  pd_leg_fixture() {
     keep(worker.entry()->proxy);
     pd_leg_spec spec;
     spec.role = worker_type::prefill;
@@ -43,7 +43,7 @@ struct fixture : test::actor_system_fixture {
     run();
   }
 
-  ~fixture() {
+  ~pd_leg_fixture() {
     if (parent) {
       caf::anon_send_exit(parent, caf::exit_reason::user_shutdown);
     }
@@ -53,8 +53,9 @@ struct fixture : test::actor_system_fixture {
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "a leg sends its call through its worker's proxy and answers with the "
-                          "outcome") {
+TEST_CASE_METHOD(pd_leg_fixture,
+                 "a leg sends its call through its worker's proxy and answers with the "
+                 "outcome") {
   auto answer = ask_later<exchange_result>(parent, dispatch_atom_v);
   run();
   REQUIRE(worker.orders() == 1);
@@ -71,8 +72,8 @@ TEST_CASE_METHOD(fixture, "a leg sends its call through its worker's proxy and a
   CHECK(*leg_down); // the leg stops once its exchange is over
 }
 
-TEST_CASE_METHOD(fixture, "a leg cancelled before it was sent answers cancelled and sends "
-                          "nothing") {
+TEST_CASE_METHOD(pd_leg_fixture, "a leg cancelled before it was sent answers cancelled and sends "
+                                 "nothing") {
   caf::anon_send(parent, cancel_atom_v);
   run();
   auto r = ask<exchange_result>(parent, dispatch_atom_v);
@@ -82,7 +83,7 @@ TEST_CASE_METHOD(fixture, "a leg cancelled before it was sent answers cancelled 
   CHECK(*leg_down);
 }
 
-TEST_CASE_METHOD(fixture, "cancelling a leg in flight cancels its exchange") {
+TEST_CASE_METHOD(pd_leg_fixture, "cancelling a leg in flight cancels its exchange") {
   auto answer = ask_later<exchange_result>(parent, dispatch_atom_v);
   run();
   REQUIRE(worker.orders() == 1);
@@ -94,7 +95,7 @@ TEST_CASE_METHOD(fixture, "cancelling a leg in flight cancels its exchange") {
   CHECK((**answer)->status == exchange_status::cancelled);
 }
 
-TEST_CASE_METHOD(fixture, "a leg whose request actor died cancels its order and stops") {
+TEST_CASE_METHOD(pd_leg_fixture, "a leg whose request actor died cancels its order and stops") {
   ask_later<exchange_result>(parent, dispatch_atom_v);
   run();
   REQUIRE(worker.orders() == 1);

@@ -12,7 +12,7 @@ using protocol::provider_kind;
 namespace {
 
 /// One regular policy on a deterministic actor system.
-struct fixture : test::actor_system_fixture {
+struct policy_actor_fixture : test::actor_system_fixture {
   policy_actor policy = keep(make_policy(sys, "round_robin", protocol::worker_type::regular));
 
   /// Publishes a fleet of workers `{id, provider, healthy}` all serving model `m`.
@@ -51,13 +51,13 @@ struct fixture : test::actor_system_fixture {
 } // namespace
 
 TEST_CASE("workers of a single provider take any API") {
-  fixture f;
+  policy_actor_fixture f;
   f.fleet({{"a1", provider_kind::anthropic, true}, {"a2", provider_kind::anthropic, true}});
   CHECK(f.picks(provider_kind::openai, 4) == std::map<std::string, int>{{"a1", 2}, {"a2", 2}});
 }
 
 TEST_CASE("with several providers, only the request's provider is eligible") {
-  fixture f;
+  policy_actor_fixture f;
   f.fleet({{"a", provider_kind::anthropic, true},
            {"o", provider_kind::openai, true},
            {"s", provider_kind::none, true}});
@@ -67,24 +67,24 @@ TEST_CASE("with several providers, only the request's provider is eligible") {
 }
 
 TEST_CASE("a provider the model lacks falls back to its self-hosted workers, never another") {
-  fixture f;
+  policy_actor_fixture f;
   f.fleet({{"o", provider_kind::openai, true}, {"s", provider_kind::none, true}});
   CHECK(f.picks(provider_kind::anthropic, 2) == std::map<std::string, int>{{"s", 2}});
-  fixture g;
+  policy_actor_fixture g;
   g.fleet({{"o", provider_kind::openai, true}, {"a", provider_kind::anthropic, true}});
   CHECK(g.picks(provider_kind::none, 1) ==
         std::map<std::string, int>{{"error:no_worker_available", 1}});
 }
 
 TEST_CASE("a provider that is down does not hand its requests to another") {
-  fixture f;
+  policy_actor_fixture f;
   f.fleet({{"a", provider_kind::anthropic, false}, {"o", provider_kind::openai, true}});
   CHECK(f.picks(provider_kind::anthropic, 2) ==
         std::map<std::string, int>{{"error:no_worker_available", 2}});
 }
 
 TEST_CASE("a preferred worker is picked when it is eligible") {
-  fixture f;
+  policy_actor_fixture f;
   f.fleet({{"s1", provider_kind::none, true},
            {"s2", provider_kind::none, true},
            {"s3", provider_kind::none, false}});

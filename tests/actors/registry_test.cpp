@@ -27,9 +27,9 @@ struct io_base {
 
 /// Registries on a deterministic actor system. The io_context never runs: worker proxies are
 /// spawned but reach no worker, which is all these tests need (registrations, not traffic).
-struct fixture : io_base, test::actor_system_fixture {
+struct registry_fixture : io_base, test::actor_system_fixture {
 
-  ~fixture() { shutdown(); } // before the members the actors use go
+  ~registry_fixture() { shutdown(); } // before the members the actors use go
 
   struct node {
     registry_actor registry;
@@ -112,7 +112,7 @@ TEST_CASE("worker ids follow the url, so every node gives a worker the same id")
   CHECK(worker_id_for("http://h:1").size() == 10); // w-xxxxxxxx
 }
 
-TEST_CASE_METHOD(fixture, "a registration is a signed record, replicated at once") {
+TEST_CASE_METHOD(registry_fixture, "a registration is a signed record, replicated at once") {
   auto a = registry("node-a");
   auto id = add(a, "http://10.0.0.1:8000");
   CHECK(id == worker_id_for("http://10.0.0.1:8000"));
@@ -131,7 +131,7 @@ TEST_CASE_METHOD(fixture, "a registration is a signed record, replicated at once
   CHECK(a.seen->snapshots.back() == snap);
 }
 
-TEST_CASE_METHOD(fixture, "merged records: the newer version wins, a tombstone stays") {
+TEST_CASE_METHOD(registry_fixture, "merged records: the newer version wins, a tombstone stays") {
   auto b = registry("node-b");
   merge(b, {record("w-1", "http://h:1", 100, "node-a")});
   CHECK(urls(*b.view) == std::vector<std::string>{"http://h:1"});
@@ -164,7 +164,7 @@ TEST_CASE_METHOD(fixture, "merged records: the newer version wins, a tombstone s
   }
 }
 
-TEST_CASE_METHOD(fixture, "registries fed the same records in any order converge") {
+TEST_CASE_METHOD(registry_fixture, "registries fed the same records in any order converge") {
   auto a = registry("node-a");
   auto b = registry("node-b");
   record_batch rs{
@@ -187,7 +187,8 @@ TEST_CASE_METHOD(fixture, "registries fed the same records in any order converge
   CHECK(sorted(urls(*b.view)) == sorted(urls(*a.view)));
 }
 
-TEST_CASE_METHOD(fixture, "one version with two contents: both registries keep the same one") {
+TEST_CASE_METHOD(registry_fixture,
+                 "one version with two contents: both registries keep the same one") {
   auto a = registry("node-a");
   auto b = registry("node-b");
   auto one = record("w-1", "http://h:1", 100, "node-c");
@@ -201,7 +202,7 @@ TEST_CASE_METHOD(fixture, "one version with two contents: both registries keep t
   CHECK(a.view->get()->digest == b.view->get()->digest);
 }
 
-TEST_CASE_METHOD(fixture, "a merge answers with the records it took") {
+TEST_CASE_METHOD(registry_fixture, "a merge answers with the records it took") {
   auto a = registry("node-a");
   merge(a, {record("w-1", "http://h:1", 100, "node-b")});
   auto taken = ask<record_batch>(a.registry, merge_atom_v,
@@ -212,7 +213,8 @@ TEST_CASE_METHOD(fixture, "a merge answers with the records it took") {
   CHECK((*taken)[0].id == "w-2");
 }
 
-TEST_CASE_METHOD(fixture, "a removed worker registered again keeps its id and comes back") {
+TEST_CASE_METHOD(registry_fixture,
+                 "a removed worker registered again keeps its id and comes back") {
   auto a = registry("node-a");
   auto id = add(a, "http://h:1");
   CHECK(remove(a, id));
@@ -238,7 +240,8 @@ protocol::worker_spec provider(std::string url, std::string key) {
           {}};
 }
 
-std::string add_spec(fixture& f, const fixture::node& n, protocol::worker_spec spec) {
+std::string add_spec(registry_fixture& f, const registry_fixture::node& n,
+                     protocol::worker_spec spec) {
   auto id = f.ask<std::string>(n.registry, add_atom_v, std::move(spec));
   return id ? *id : "error";
 }
@@ -256,7 +259,8 @@ const worker_entry* entry(const fleet_view& v, std::string_view url) {
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "a record sent without its api key takes the key this node holds") {
+TEST_CASE_METHOD(registry_fixture,
+                 "a record sent without its api key takes the key this node holds") {
   auto b = registry("node-b");
   auto id = add_spec(*this, b, provider("http://p.example:8000", "sk-b"));
   REQUIRE(id != "error");
@@ -278,7 +282,7 @@ TEST_CASE_METHOD(fixture, "a record sent without its api key takes the key this 
   CHECK(records(b).at(0).version == theirs.version);
 }
 
-TEST_CASE_METHOD(fixture,
+TEST_CASE_METHOD(registry_fixture,
                  "a worker whose key did not arrive lacks it until this node is given it") {
   auto b = registry("node-b");
   auto r = record(worker_id_for("http://q.example:8000"), "http://q.example:8000", 100, "node-a");
@@ -354,7 +358,8 @@ void check_chain(const replicated& seen) {
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "each snapshot carries the change from the one notified before it") {
+TEST_CASE_METHOD(registry_fixture,
+                 "each snapshot carries the change from the one notified before it") {
   auto a = registry("node-a");
   std::mt19937_64 rng{7};
   std::vector<std::string> live;
@@ -386,7 +391,7 @@ TEST_CASE_METHOD(fixture, "each snapshot carries the change from the one notifie
   check_chain(*a.seen);
 }
 
-TEST_CASE_METHOD(fixture, "a change does not keep a removed worker's entry alive") {
+TEST_CASE_METHOD(registry_fixture, "a change does not keep a removed worker's entry alive") {
   auto a = registry("node-a");
   auto id = add(a, "http://h:1");
   add(a, "http://h:2");
@@ -409,7 +414,8 @@ TEST_CASE_METHOD(fixture, "a change does not keep a removed worker's entry alive
   CHECK(gone.expired());
 }
 
-TEST_CASE_METHOD(fixture, "the registry stopping publishes an empty fleet with no change") {
+TEST_CASE_METHOD(registry_fixture,
+                 "the registry stopping publishes an empty fleet with no change") {
   auto a = registry("node-a");
   add(a, "http://h:1");
   caf::anon_send(a.registry, stop_atom_v);

@@ -26,7 +26,7 @@ const std::string generate_body = R"({"model":"m","text":"hi"})";
 
 /// Request actors on a deterministic actor system, with fake policies and fake workers: the
 /// test plays every worker's answer and moves the clock for backoffs.
-struct fixture : test::actor_system_fixture {
+struct request_fixture : test::actor_system_fixture {
   boost::asio::io_context ioc;
   gateway_config cfg;
   std::shared_ptr<fleet_view> view = std::make_shared<fleet_view>();
@@ -45,9 +45,9 @@ struct fixture : test::actor_system_fixture {
   services_ptr svc;
   int sent = 0;
 
-  ~fixture() { shutdown(); } // before the members the actors use go
+  ~request_fixture() { shutdown(); } // before the members the actors use go
 
-  fixture() {
+  request_fixture() {
     cfg.retry.jitter = 0;
     cfg.retry.initial_backoff = 100ms;
   }
@@ -127,7 +127,8 @@ std::string header(const transport::upstream_call& call, std::string_view name) 
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "a request goes to the worker its policy picked, and the answer back") {
+TEST_CASE_METHOD(request_fixture,
+                 "a request goes to the worker its policy picked, and the answer back") {
   auto& w = worker("w1");
   auto c = send(operation::chat_completions, chat_body);
   REQUIRE(w.orders() == 1);
@@ -157,7 +158,8 @@ TEST_CASE_METHOD(fixture, "a request goes to the worker its policy picked, and t
       1);
 }
 
-TEST_CASE_METHOD(fixture, "a worker that cannot be reached is passed over for the next one") {
+TEST_CASE_METHOD(request_fixture,
+                 "a worker that cannot be reached is passed over for the next one") {
   auto& w1 = worker("w1");
   auto& w2 = worker("w2");
   auto c = send(operation::chat_completions, chat_body);
@@ -176,8 +178,9 @@ TEST_CASE_METHOD(fixture, "a worker that cannot be reached is passed over for th
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a retryable status is kept from the client and another worker tried "
-                          "after the backoff") {
+TEST_CASE_METHOD(request_fixture,
+                 "a retryable status is kept from the client and another worker tried "
+                 "after the backoff") {
   auto& w1 = worker("w1");
   auto& w2 = worker("w2");
   auto c = send(operation::chat_completions, chat_body);
@@ -196,8 +199,9 @@ TEST_CASE_METHOD(fixture, "a retryable status is kept from the client and anothe
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "with no other worker left, the client gets the kept answer as the "
-                          "worker gave it") {
+TEST_CASE_METHOD(request_fixture,
+                 "with no other worker left, the client gets the kept answer as the "
+                 "worker gave it") {
   auto& w1 = worker("w1");
   auto c = send(operation::chat_completions, chat_body);
   w1.respond(0, 429, R"({"error":{"message":"slow down","type":"rate_limit_error"}})");
@@ -212,7 +216,7 @@ TEST_CASE_METHOD(fixture, "with no other worker left, the client gets the kept a
   CHECK(metric(R"(troupe_router_request_errors_total{error_type="too_many_requests"})") == -1);
 }
 
-TEST_CASE_METHOD(fixture,
+TEST_CASE_METHOD(request_fixture,
                  "a response nobody knows the place of is looked up, and a request bound to "
                  "its worker is not retried on a status") {
   auto& w1 = worker("w1");
@@ -240,8 +244,9 @@ TEST_CASE_METHOD(fixture,
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a worker failing after the first byte ends the stream with an error "
-                          "event, and is not retried") {
+TEST_CASE_METHOD(request_fixture,
+                 "a worker failing after the first byte ends the stream with an error "
+                 "event, and is not retried") {
   auto& w1 = worker("w1");
   auto& w2 = worker("w2");
   auto c = send(operation::chat_completions,
@@ -260,7 +265,7 @@ TEST_CASE_METHOD(fixture, "a worker failing after the first byte ends the stream
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "retries stop at --retry-max-retries") {
+TEST_CASE_METHOD(request_fixture, "retries stop at --retry-max-retries") {
   cfg.retry.max_retries = 1;
   auto& w1 = worker("w1");
   auto& w2 = worker("w2");
@@ -277,8 +282,9 @@ TEST_CASE_METHOD(fixture, "retries stop at --retry-max-retries") {
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a gateway out of file descriptors answers 503 out_of_resources in "
-                          "the route's format and tries no other worker") {
+TEST_CASE_METHOD(request_fixture,
+                 "a gateway out of file descriptors answers 503 out_of_resources in "
+                 "the route's format and tries no other worker") {
   auto& w1 = worker("w1");
   auto& w2 = worker("w2");
   auto c = send(operation::chat_completions, chat_body);
@@ -303,7 +309,8 @@ TEST_CASE_METHOD(fixture, "a gateway out of file descriptors answers 503 out_of_
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "past its deadline a request is not retried, and a timeout is 504") {
+TEST_CASE_METHOD(request_fixture,
+                 "past its deadline a request is not retried, and a timeout is 504") {
   cfg.request_timeout = 0s;
   auto& w1 = worker("w1");
   auto& w2 = worker("w2");
@@ -323,8 +330,8 @@ TEST_CASE_METHOD(fixture, "past its deadline a request is not retried, and a tim
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a client that leaves cancels the exchange, and the request "
-                          "ends") {
+TEST_CASE_METHOD(request_fixture, "a client that leaves cancels the exchange, and the request "
+                                  "ends") {
   auto& w1 = worker("w1");
   auto c = send(operation::chat_completions, chat_body);
   REQUIRE(w1.orders() == 1);
@@ -337,7 +344,7 @@ TEST_CASE_METHOD(fixture, "a client that leaves cancels the exchange, and the re
   CHECK(metric(R"(troupe_router_request_errors_total{error_type="client_closed"})") == 1);
 }
 
-TEST_CASE_METHOD(fixture, "a client that leaves during a backoff gets no other worker") {
+TEST_CASE_METHOD(request_fixture, "a client that leaves during a backoff gets no other worker") {
   auto& w1 = worker("w1");
   auto& w2 = worker("w2");
   auto c = send(operation::chat_completions, chat_body);
@@ -350,8 +357,9 @@ TEST_CASE_METHOD(fixture, "a client that leaves during a backoff gets no other w
   CHECK(w2.orders() == 0);
 }
 
-TEST_CASE_METHOD(fixture, "a model nobody serves is 404 and an invalid body 400, in the route's "
-                          "format, before any policy is asked") {
+TEST_CASE_METHOD(request_fixture,
+                 "a model nobody serves is 404 and an invalid body 400, in the route's "
+                 "format, before any policy is asked") {
   worker("w1");
   auto c = send(operation::chat_completions, R"({"model":"x","messages":[{"role":"user"}]})");
   CHECK(c.status() == 404);
@@ -366,8 +374,9 @@ TEST_CASE_METHOD(fixture, "a model nobody serves is 404 and an invalid body 400,
 
 // -- prefill/decode --
 
-TEST_CASE_METHOD(fixture, "a model served only by pairs goes to a prefill and a decode worker at "
-                          "once, with the same bootstrap fields") {
+TEST_CASE_METHOD(request_fixture,
+                 "a model served only by pairs goes to a prefill and a decode worker at "
+                 "once, with the same bootstrap fields") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   auto c = send(operation::generate, generate_body);
@@ -395,8 +404,9 @@ TEST_CASE_METHOD(fixture, "a model served only by pairs goes to a prefill and a 
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a failed prefill leg cancels the decode leg and the client gets one "
-                          "error") {
+TEST_CASE_METHOD(request_fixture,
+                 "a failed prefill leg cancels the decode leg and the client gets one "
+                 "error") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   auto c = send(operation::generate, generate_body);
@@ -410,7 +420,8 @@ TEST_CASE_METHOD(fixture, "a failed prefill leg cancels the decode leg and the c
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a prefill worker that cannot be reached is replaced by another pair") {
+TEST_CASE_METHOD(request_fixture,
+                 "a prefill worker that cannot be reached is replaced by another pair") {
   auto& p1 = worker("p1", worker_type::prefill);
   auto& p2 = worker("p2", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
@@ -433,7 +444,8 @@ TEST_CASE_METHOD(fixture, "a prefill worker that cannot be reached is replaced b
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a decode worker's error answer reaches the client as it gave it") {
+TEST_CASE_METHOD(request_fixture,
+                 "a decode worker's error answer reaches the client as it gave it") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   auto c = send(operation::generate, generate_body);
@@ -446,7 +458,7 @@ TEST_CASE_METHOD(fixture, "a decode worker's error answer reaches the client as 
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a client that leaves a pair cancels both legs") {
+TEST_CASE_METHOD(request_fixture, "a client that leaves a pair cancels both legs") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   auto c = send(operation::generate, generate_body);
@@ -458,7 +470,7 @@ TEST_CASE_METHOD(fixture, "a client that leaves a pair cancels both legs") {
   CHECK(metric(R"(troupe_router_request_errors_total{error_type="client_closed"})") == 1);
 }
 
-TEST_CASE_METHOD(fixture, "a pair refuses a batch larger than it injects rooms for") {
+TEST_CASE_METHOD(request_fixture, "a pair refuses a batch larger than it injects rooms for") {
   worker("p1", worker_type::prefill);
   worker("d1", worker_type::decode);
   auto c = send(operation::chat_completions,
@@ -483,8 +495,9 @@ const std::string vllm_prefill_answer =
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "a vLLM pair runs the prefill first, then the decode with the params "
-                          "the prefill returned") {
+TEST_CASE_METHOD(request_fixture,
+                 "a vLLM pair runs the prefill first, then the decode with the params "
+                 "the prefill returned") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   reports_vllm(p);
@@ -517,7 +530,7 @@ TEST_CASE_METHOD(fixture, "a vLLM pair runs the prefill first, then the decode w
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a vLLM prefill that fails never reaches the decode worker") {
+TEST_CASE_METHOD(request_fixture, "a vLLM prefill that fails never reaches the decode worker") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   reports_vllm(p);
@@ -530,7 +543,8 @@ TEST_CASE_METHOD(fixture, "a vLLM prefill that fails never reaches the decode wo
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a client that leaves a vLLM pair during the prefill gets no decode") {
+TEST_CASE_METHOD(request_fixture,
+                 "a client that leaves a vLLM pair during the prefill gets no decode") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   reports_vllm(p);
@@ -542,8 +556,8 @@ TEST_CASE_METHOD(fixture, "a client that leaves a vLLM pair during the prefill g
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a vLLM decode error after the prefill reaches the client in the "
-                          "route's format") {
+TEST_CASE_METHOD(request_fixture, "a vLLM decode error after the prefill reaches the client in the "
+                                  "route's format") {
   auto& p = worker("p1", worker_type::prefill);
   auto& d = worker("d1", worker_type::decode);
   reports_vllm(p);
@@ -560,7 +574,8 @@ TEST_CASE_METHOD(fixture, "a vLLM decode error after the prefill reaches the cli
   CHECK(idle());
 }
 
-TEST_CASE_METHOD(fixture, "a route vLLM does not serve in sequence is refused before a pick") {
+TEST_CASE_METHOD(request_fixture,
+                 "a route vLLM does not serve in sequence is refused before a pick") {
   auto& p = worker("p1", worker_type::prefill);
   worker("d1", worker_type::decode);
   reports_vllm(p);

@@ -76,7 +76,7 @@ struct stub_worker {
 };
 
 /// One worker proxy on a deterministic actor system, its worker a stub on loopback.
-struct fixture : test::actor_system_fixture {
+struct worker_proxy_fixture : test::actor_system_fixture {
   boost::asio::io_context ioc;
   stub_worker stub{ioc};
   worker_proxy_config cfg;
@@ -86,7 +86,7 @@ struct fixture : test::actor_system_fixture {
   worker_proxy_actor proxy;
   worker_channel_ptr channel;
 
-  fixture() {
+  worker_proxy_fixture() {
     cfg.health_interval = 10s;
     cfg.health_jitter = 0; // checks exactly every interval (one case below jitters)
     cfg.health_failure_threshold = 2;
@@ -97,7 +97,7 @@ struct fixture : test::actor_system_fixture {
     cfg.use_strands = false;
   }
 
-  ~fixture() {
+  ~worker_proxy_fixture() {
     shutdown();
     stub.server.stop();
     ioc.restart();
@@ -190,8 +190,9 @@ struct fixture : test::actor_system_fixture {
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "a new worker's models are discovered, then it is healthy on its first "
-                          "check") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "a new worker's models are discovered, then it is healthy on its first "
+                 "check") {
   CHECK(live->health == health_state::unknown);
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
@@ -202,8 +203,9 @@ TEST_CASE_METHOD(fixture, "a new worker's models are discovered, then it is heal
   CHECK(state()["models"] == json{"m"});
 }
 
-TEST_CASE_METHOD(fixture, "with a jitter, the next check comes within the interval's share of "
-                          "it, on the check grid") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "with a jitter, the next check comes within the interval's share of "
+                 "it, on the check grid") {
   cfg.health_jitter = 0.2; // 10 s: from 8 s to 12 s after a check, then the next 100 ms
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
@@ -218,7 +220,8 @@ TEST_CASE_METHOD(fixture, "with a jitter, the next check comes within the interv
   REQUIRE(settle([&] { return stub.served["/health"] == 3; }));
 }
 
-TEST_CASE_METHOD(fixture, "a self-hosted worker without /v1/models is asked /get_model_info") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "a self-hosted worker without /v1/models is asked /get_model_info") {
   stub.answers.erase("/v1/models");
   stub.answers["/get_model_info"] = {200, R"({"model_path":"org/llama"})"};
   start();
@@ -226,7 +229,8 @@ TEST_CASE_METHOD(fixture, "a self-hosted worker without /v1/models is asked /get
   CHECK(discovered->front() == std::vector<std::string>{"org/llama"});
 }
 
-TEST_CASE_METHOD(fixture, "a worker whose models cannot be discovered never becomes routable") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "a worker whose models cannot be discovered never becomes routable") {
   stub.answers.erase("/v1/models");
   start();
   REQUIRE(settle([&] { return state()["checks_failed"] == 1; }));
@@ -238,8 +242,9 @@ TEST_CASE_METHOD(fixture, "a worker whose models cannot be discovered never beco
   CHECK(discovered->size() == 1);
 }
 
-TEST_CASE_METHOD(fixture, "while no model is known, discovery is asked again from 1 s, doubling, "
-                          "and the worker is healthy on the check that finds one") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "while no model is known, discovery is asked again from 1 s, doubling, "
+                 "and the worker is healthy on the check that finds one") {
   stub.answers.erase("/v1/models"); // the engine is still loading: nothing lists a model
   start();
   REQUIRE(settle([&] { return state()["checks_failed"] == 1; }));
@@ -258,8 +263,9 @@ TEST_CASE_METHOD(fixture, "while no model is known, discovery is asked again fro
   CHECK(stub.served["/v1/models"] >= 1);
 }
 
-TEST_CASE_METHOD(fixture, "health follows the thresholds: unhealthy after the failures, healthy "
-                          "again after the successes") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "health follows the thresholds: unhealthy after the failures, healthy "
+                 "again after the successes") {
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
   stub.answers["/health"] = {503, "{}"};
@@ -276,8 +282,9 @@ TEST_CASE_METHOD(fixture, "health follows the thresholds: unhealthy after the fa
   CHECK(live->routable());
 }
 
-TEST_CASE_METHOD(fixture, "the breaker opens after consecutive failures, half-opens after its "
-                          "timeout and closes on a success") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "the breaker opens after consecutive failures, half-opens after its "
+                 "timeout and closes on a success") {
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
   stub.answers["/generate"] = {500, R"({"error":"boom"})"};
@@ -301,7 +308,7 @@ TEST_CASE_METHOD(fixture, "the breaker opens after consecutive failures, half-op
   CHECK(live->requests == 3);
 }
 
-TEST_CASE_METHOD(fixture, "a failure while half-open opens the breaker again") {
+TEST_CASE_METHOD(worker_proxy_fixture, "a failure while half-open opens the breaker again") {
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
   stub.answers["/generate"] = {502, "{}"};
@@ -314,7 +321,7 @@ TEST_CASE_METHOD(fixture, "a failure while half-open opens the breaker again") {
   CHECK(live->breaker == breaker_state::open);
 }
 
-TEST_CASE_METHOD(fixture, "client errors and a disabled breaker never open it") {
+TEST_CASE_METHOD(worker_proxy_fixture, "client errors and a disabled breaker never open it") {
   cfg.cb_enabled = false;
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
@@ -330,7 +337,8 @@ TEST_CASE_METHOD(fixture, "client errors and a disabled breaker never open it") 
   CHECK(live->breaker == breaker_state::closed);
 }
 
-TEST_CASE_METHOD(fixture, "a worker that cannot be reached fails its checks and its requests") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "a worker that cannot be reached fails its checks and its requests") {
   std::uint16_t port;
   {
     boost::asio::ip::tcp::acceptor a{ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}};
@@ -348,7 +356,8 @@ TEST_CASE_METHOD(fixture, "a worker that cannot be reached fails its checks and 
   CHECK(live->in_flight == 0);
 }
 
-TEST_CASE_METHOD(fixture, "a drained proxy that nothing refers to ends, its timers pending") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "a drained proxy that nothing refers to ends, its timers pending") {
   auto before = sys.registry().running();
   start({}, false);
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
@@ -365,8 +374,9 @@ TEST_CASE_METHOD(fixture, "a drained proxy that nothing refers to ends, its time
   CHECK(sys.registry().running() == before + 1); // the listener only: nothing waits any more
 }
 
-TEST_CASE_METHOD(fixture, "a drained proxy closes the connection of its last request in flight "
-                          "once that request ends") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "a drained proxy closes the connection of its last request in flight "
+                 "once that request ends") {
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
   stub.hold = "/generate";
@@ -386,7 +396,8 @@ TEST_CASE_METHOD(fixture, "a drained proxy closes the connection of its last req
   CHECK(state()["pool_connections"] == 0);
 }
 
-TEST_CASE_METHOD(fixture, "a success while the breaker is closed resets the failure streak") {
+TEST_CASE_METHOD(worker_proxy_fixture,
+                 "a success while the breaker is closed resets the failure streak") {
   start();
   REQUIRE(settle([&] { return live->health == health_state::healthy; }));
   stub.answers["/generate"] = {500, "{}"};

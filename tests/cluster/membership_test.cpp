@@ -14,7 +14,7 @@ using heard = member_table::heard_result;
 
 const auto wall = std::chrono::system_clock::time_point{std::chrono::seconds{1700000000}};
 
-member_table table() {
+member_table members() {
   return member_table{member_table::timing{2s, 6s, 60s}};
 }
 
@@ -34,7 +34,7 @@ int sum_of(const member_table& t, const std::string& id) {
 } // namespace
 
 TEST_CASE("a member heard from is up; silence makes it suspect, then down") {
-  auto t = table();
+  auto t = members();
   auto t0 = steady::time_point{} + 1h;
   CHECK(t.heard("b", 7, t0, wall) == heard::joined);
   CHECK(t.heard("b", 7, t0 + 1s, wall) == heard::known);
@@ -52,7 +52,7 @@ TEST_CASE("a member heard from is up; silence makes it suspect, then down") {
 }
 
 TEST_CASE("load is summed over members that are up") {
-  auto t = table();
+  auto t = members();
   auto t0 = steady::time_point{} + 1h;
   t.heard("b", 1, t0, wall);
   t.heard("c", 2, t0, wall);
@@ -99,7 +99,7 @@ TEST_CASE("load is summed over members that are up") {
 }
 
 TEST_CASE("members down for long are forgotten") {
-  auto t = table();
+  auto t = members();
   auto t0 = steady::time_point{} + 1h;
   t.heard("b", 1, t0, wall);
   t.down("b", "left", wall);
@@ -110,7 +110,7 @@ TEST_CASE("members down for long are forgotten") {
 }
 
 TEST_CASE("load deltas change only the workers they name") {
-  auto t = table();
+  auto t = members();
   auto t0 = steady::time_point{} + 1h;
   t.heard("b", 1, t0, wall);
   t.heard("c", 2, t0, wall);

@@ -17,7 +17,7 @@ std::uint64_t head_of(const std::string& text) {
   return v.head();
 }
 
-std::string prompt(int n) {
+std::string prompt_of(int n) {
   return "[{\"role\":\"system\",\"content\":\"prompt " + std::to_string(n) + " " +
          std::string(300, 'x') + "\"}]";
 }
@@ -26,8 +26,8 @@ std::string prompt(int n) {
 std::string owned_by(const std::string& owner, std::vector<std::string> members, int from = 0) {
   actors::placement_owners owners{"a", members};
   for (int n = from;; ++n) {
-    if (owners.owner(head_of(prompt(n))) == owner) {
-      return prompt(n);
+    if (owners.owner(head_of(prompt_of(n))) == owner) {
+      return prompt_of(n);
     }
   }
 }
@@ -108,7 +108,7 @@ TEST_CASE_METHOD(placement_fixture, "a pick of a new prefix asks the placer and 
   start();
   const auto name = member_placing(true);
   auto b = member(name);
-  auto text = prompt(1);
+  auto text = prompt_of(1);
   auto got = pick_later(text);
   CHECK_FALSE(*got); // waiting for the placer
   auto asks = received<protocol::placement_ask>(b);
@@ -161,7 +161,7 @@ TEST_CASE_METHOD(placement_fixture, "two members asking for one new prefix get t
   start();
   auto b = member("b");
   auto c = member("c");
-  auto text = prompt(7);
+  auto text = prompt_of(7);
   cluster_message m;
   m.body = ask_of(text, 11);
   say(b, "b", m);
@@ -195,7 +195,7 @@ TEST_CASE_METHOD(placement_fixture, "an owner spreads new prefixes it places by 
   cluster_message m;
   std::set<std::string> chosen;
   for (int i = 0; i < 3; ++i) {
-    m.body = ask_of(prompt(100 + i), static_cast<std::uint64_t>(i + 1));
+    m.body = ask_of(prompt_of(100 + i), static_cast<std::uint64_t>(i + 1));
     say(b, "b", m);
   }
   for (auto& a : received<protocol::placement_answer>(b)) {
@@ -205,7 +205,7 @@ TEST_CASE_METHOD(placement_fixture, "an owner spreads new prefixes it places by 
   CHECK(inspect_policy()["placement"]["reserved"] == 3);
   tick();
   tick(); // past the reservation (a gossip interval)
-  m.body = ask_of(prompt(200), 9);
+  m.body = ask_of(prompt_of(200), 9);
   say(b, "b", m);
   CHECK(inspect_policy()["placement"]["reserved"] == 1);
 }
@@ -215,7 +215,7 @@ TEST_CASE_METHOD(placement_fixture, "no answer within the timeout: the pick is d
   start();
   const auto name = member_placing(true);
   auto b = member(name);
-  auto got = pick_later(prompt(1));
+  auto got = pick_later(prompt_of(1));
   CHECK_FALSE(*got);
   advance(51ms);
   REQUIRE(*got);
@@ -234,7 +234,7 @@ TEST_CASE_METHOD(placement_fixture, "an answer naming no candidate of the pick: 
   start();
   const auto name = member_placing(true);
   auto b = member(name);
-  auto got = pick_later(prompt(1));
+  auto got = pick_later(prompt_of(1));
   auto asks = received<protocol::placement_ask>(b);
   REQUIRE(asks.size() == 1);
   answer_ask(b, name, asks[0].id, "w-gone");
@@ -246,7 +246,7 @@ TEST_CASE_METHOD(placement_fixture, "a member whose hello does not say it answer
   start();
   auto old = member("old", false);
   for (int n = 0; n < 8; ++n) {
-    auto got = pick_later(prompt(n));
+    auto got = pick_later(prompt_of(n));
     CHECK(id_of(got) != "error"); // at once
   }
   CHECK(received<protocol::placement_ask>(old).empty());
@@ -261,7 +261,7 @@ TEST_CASE_METHOD(placement_fixture, "a placer that left is not asked: new prefix
   cluster_message bye;
   bye.body = protocol::cluster_bye{};
   say(b, name, bye);
-  auto got = pick_later(prompt(1));
+  auto got = pick_later(prompt_of(1));
   CHECK(id_of(got) != "error"); // at once
   CHECK(received<protocol::placement_ask>(b).empty());
 }
@@ -286,7 +286,7 @@ TEST_CASE_METHOD(placement_off, "with placement off a pick never asks, though th
   CHECK(received<protocol::placement_ask>(b).empty());
   // It still answers members' asks (its hello says so): their setting is theirs.
   cluster_message m;
-  m.body = ask_of(prompt(3), 1);
+  m.body = ask_of(prompt_of(3), 1);
   say(b, "b", m);
   REQUIRE(received<protocol::placement_answer>(b).size() == 1);
   CHECK_FALSE(received<protocol::placement_answer>(b)[0].worker.empty());

@@ -32,10 +32,12 @@ protected:
   void flush_() override { ++flushes; }
 };
 
-struct fixture {
+struct logs_fixture {
   std::shared_ptr<line_sink> sink = std::make_shared<line_sink>();
 
-  ~fixture() { logs::configure(std::make_shared<spdlog::sinks::null_sink_mt>(), "off", false); }
+  ~logs_fixture() {
+    logs::configure(std::make_shared<spdlog::sinks::null_sink_mt>(), "off", false);
+  }
 
   /// The text after the time stamp of plain line `i`, without its end of line.
   std::string plain(std::size_t i) const {
@@ -63,8 +65,9 @@ TEST_CASE("every component has its own logger, named after it") {
   }
 }
 
-TEST_CASE_METHOD(fixture, "plain lines name their component; a line about a request carries its "
-                          "id as a field") {
+TEST_CASE_METHOD(logs_fixture,
+                 "plain lines name their component; a line about a request carries its "
+                 "id as a field") {
   logs::configure(sink, "info", false);
   logs::request("a37a1831").info("POST /v1/completions model={} status={}", "m", 200);
   logs::proxy().info("worker {} is now healthy", "w-1");
@@ -76,7 +79,7 @@ TEST_CASE_METHOD(fixture, "plain lines name their component; a line about a requ
   CHECK(&logs::logger(logs::component::gateway) == spdlog::default_logger_raw());
 }
 
-TEST_CASE_METHOD(fixture, "a request id that could forge a field or a line is quoted") {
+TEST_CASE_METHOD(logs_fixture, "a request id that could forge a field or a line is quoted") {
   logs::configure(sink, "info", false);
   logs::request("a b").info("x");
   logs::request("q\"uote\\d").info("x");
@@ -87,7 +90,8 @@ TEST_CASE_METHOD(fixture, "a request id that could forge a field or a line is qu
   CHECK(plain(2) == "info [request] request_id=\"two\\x0alines\" x");
 }
 
-TEST_CASE_METHOD(fixture, "JSON lines carry the request id as a member, the message untouched") {
+TEST_CASE_METHOD(logs_fixture,
+                 "JSON lines carry the request id as a member, the message untouched") {
   logs::configure(sink, "info", true);
   logs::request("rid-\"odd\"\\").info("[{}] status={}", "not an id", 404);
   logs::cluster().warn("member {} is down", "b");
@@ -104,7 +108,7 @@ TEST_CASE_METHOD(fixture, "JSON lines carry the request id as a member, the mess
   CHECK(c["message"] == "member b is down");
 }
 
-TEST_CASE_METHOD(fixture, "lines below the level are not written, for requests or not") {
+TEST_CASE_METHOD(logs_fixture, "lines below the level are not written, for requests or not") {
   logs::configure(sink, "info", false);
   CHECK_FALSE(logs::request("r").should_log(spdlog::level::debug));
   logs::request("r").debug("hidden {}", 1);
@@ -114,8 +118,8 @@ TEST_CASE_METHOD(fixture, "lines below the level are not written, for requests o
   CHECK(plain(0) == "error [request] request_id=r shown");
 }
 
-TEST_CASE_METHOD(fixture, "per-request info lines wait for the flusher; warnings and the rare "
-                          "components' lines flush at once") {
+TEST_CASE_METHOD(logs_fixture, "per-request info lines wait for the flusher; warnings and the rare "
+                               "components' lines flush at once") {
   logs::configure(sink, "info", false);
   logs::request("r").info("POST /v1/chat/completions status=200");
   logs::http("r").info("answered before a request actor");
@@ -170,7 +174,7 @@ protected:
 
 } // namespace
 
-TEST_CASE_METHOD(fixture, "the plain formatter writes the bytes of the plain pattern") {
+TEST_CASE_METHOD(logs_fixture, "the plain formatter writes the bytes of the plain pattern") {
   auto twin = std::make_shared<twin_sink>();
   logs::configure(twin, "trace", false);
   auto& sink = twin;

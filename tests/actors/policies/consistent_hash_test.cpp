@@ -14,8 +14,8 @@ using troupe::test::fake_fleet;
 
 namespace {
 
-std::string pick(strategy& s, const std::vector<const worker_entry*>& cands,
-                 const std::string& key) {
+std::string pick_for_key(strategy& s, const std::vector<const worker_entry*>& cands,
+                         const std::string& key) {
   selection sel;
   sel.routing_key = key;
   return cands[s.pick(cands, sel)]->id;
@@ -26,7 +26,7 @@ std::vector<std::string> route(strategy& s, const std::vector<const worker_entry
                                int n = 2000) {
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) {
-    out.push_back(pick(s, cands, "user-" + std::to_string(i)));
+    out.push_back(pick_for_key(s, cands, "user-" + std::to_string(i)));
   }
   return out;
 }
@@ -38,9 +38,9 @@ TEST_CASE("consistent hash: a key always lands on the same worker; keys spread")
   auto s = make_strategy("consistent_hash");
   s->on_fleet(f.snapshot(), protocol::worker_type::regular);
   auto cands = f.all();
-  auto first = pick(*s, cands, "session-42");
+  auto first = pick_for_key(*s, cands, "session-42");
   for (int i = 0; i < 20; ++i) {
-    CHECK(pick(*s, cands, "session-42") == first);
+    CHECK(pick_for_key(*s, cands, "session-42") == first);
   }
   std::map<std::string, int> count;
   for (auto& w : route(*s, cands, 3000)) {

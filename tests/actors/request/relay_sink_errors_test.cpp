@@ -13,7 +13,7 @@ using json = nlohmann::json;
 
 namespace {
 
-http::response_header<> head(unsigned status, std::string content_type) {
+http::response_header<> error_head(unsigned status, std::string content_type) {
   http::response_header<> h;
   h.result(status);
   h.set(http::field::content_type, content_type);
@@ -26,7 +26,7 @@ TEST_CASE("a worker error in the route's format is relayed unchanged with its st
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::anthropic, 1 << 20};
   std::string body = R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})";
-  REQUIRE(sink.on_head(head(529, "application/json")));
+  REQUIRE(sink.on_head(error_head(529, "application/json")));
   REQUIRE(sink.on_body(body));
   sink.on_complete();
   auto res = reply->full();
@@ -39,7 +39,7 @@ TEST_CASE("a worker error in the route's format is relayed unchanged with its st
 TEST_CASE("a foreign worker error is answered in the route's format") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::anthropic, 1 << 20};
-  REQUIRE(sink.on_head(head(400, "application/json")));
+  REQUIRE(sink.on_head(error_head(400, "application/json")));
   REQUIRE(sink.on_body(R"({"object":"error","message":"prompt too long"})"));
   sink.on_complete();
   auto res = reply->full();
@@ -55,7 +55,7 @@ TEST_CASE("a foreign worker error is answered in the route's format") {
 TEST_CASE("an error body over its limit is cut while reading, on a character boundary") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::openai, 1 << 20, 10};
-  auto h = head(500, "text/plain");
+  auto h = error_head(500, "text/plain");
   h.set(http::field::content_length, "1000000"); // larger than the limit: still read, cut
   REQUIRE(sink.on_head(h));
   REQUIRE(sink.on_body("12345678"));
@@ -74,7 +74,7 @@ TEST_CASE("an error body over its limit is cut while reading, on a character bou
 }
 
 TEST_CASE("headers the Connection header names are hop-by-hop and dropped") {
-  http::response_header<> h = head(200, "application/json");
+  http::response_header<> h = error_head(200, "application/json");
   h.set(http::field::connection, "keep-alive, X-Hop");
   h.set("x-hop", "secret");
   h.set("x-kept", "1");
@@ -97,14 +97,14 @@ TEST_CASE("an observer sees a success body and every stream event, never errors"
   auto observe = [&](std::string_view p) { seen.emplace_back(p); };
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink body_sink{reply, "rid", protocol::api_format::openai, 1024, 1024, observe};
-  REQUIRE(body_sink.on_head(head(200, "application/json")));
+  REQUIRE(body_sink.on_head(error_head(200, "application/json")));
   REQUIRE(body_sink.on_body("{\"id\":1}"));
   body_sink.on_complete();
   relay_sink stream_sink{reply, "rid", protocol::api_format::openai, 1024, 1024, observe};
-  REQUIRE(stream_sink.on_head(head(200, "text/event-stream")));
+  REQUIRE(stream_sink.on_head(error_head(200, "text/event-stream")));
   REQUIRE(stream_sink.on_body("data: a\n\ndata: b\n\n"));
   relay_sink error_sink{reply, "rid", protocol::api_format::openai, 1024, 1024, observe};
-  REQUIRE(error_sink.on_head(head(404, "application/json")));
+  REQUIRE(error_sink.on_head(error_head(404, "application/json")));
   REQUIRE(error_sink.on_body("{}"));
   error_sink.on_complete();
   CHECK(seen == std::vector<std::string>{"{\"id\":1}", "data: a\n\n", "data: b\n\n"});
@@ -116,7 +116,8 @@ TEST_CASE("a held retryable error reaches the client only when released, as it w
     relay_sink sink{reply, "rid", protocol::api_format::anthropic, 1 << 20};
     sink.hold_retryable_errors();
     // Even an error that calls itself a stream is read whole, not relayed.
-    REQUIRE(sink.on_head(head(status, status == 503 ? "text/event-stream" : "application/json")));
+    REQUIRE(
+        sink.on_head(error_head(status, status == 503 ? "text/event-stream" : "application/json")));
     REQUIRE(sink.on_body(R"({"object":"error","message":"busy"})"));
     sink.on_complete();
     CHECK(sink.held());
@@ -139,7 +140,7 @@ TEST_CASE("holding keeps back only the retryable statuses") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::openai, 1 << 20};
   sink.hold_retryable_errors();
-  REQUIRE(sink.on_head(head(400, "application/json")));
+  REQUIRE(sink.on_head(error_head(400, "application/json")));
   REQUIRE(sink.on_body(R"({"error":{"message":"bad"}})"));
   sink.on_complete();
   CHECK_FALSE(sink.held());
@@ -151,7 +152,7 @@ TEST_CASE("a held error cut at its size limit is released cut") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::openai, 1 << 20, 10};
   sink.hold_retryable_errors();
-  REQUIRE(sink.on_head(head(503, "text/plain")));
+  REQUIRE(sink.on_head(error_head(503, "text/plain")));
   CHECK_FALSE(sink.on_body("overloaded, try again in a while"));
   CHECK(sink.held());
   CHECK_FALSE(reply->full());

@@ -10,7 +10,7 @@ namespace http = transport::http;
 
 namespace {
 
-http::response_header<> head(unsigned status, std::string content_type) {
+http::response_header<> worker_head(unsigned status, std::string content_type) {
   http::response_header<> h;
   h.result(status);
   h.set(http::field::content_type, content_type);
@@ -24,7 +24,7 @@ http::response_header<> head(unsigned status, std::string content_type) {
 TEST_CASE("a JSON response is relayed whole with the worker's status and headers") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::openai, 1024};
-  REQUIRE(sink.on_head(head(201, "application/json")));
+  REQUIRE(sink.on_head(worker_head(201, "application/json")));
   REQUIRE(sink.on_body("{\"a\":"));
   REQUIRE(sink.on_body("1}"));
   CHECK_FALSE(reply->full());
@@ -42,7 +42,7 @@ TEST_CASE("a JSON response is relayed whole with the worker's status and headers
 TEST_CASE("an SSE response is relayed event by event, never a partial event") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::openai, 1024};
-  REQUIRE(sink.on_head(head(200, "Text/Event-Stream")));
+  REQUIRE(sink.on_head(worker_head(200, "Text/Event-Stream")));
   CHECK(sink.streaming());
   CHECK(reply->stream_status() == 200);
   REQUIRE(sink.on_body("data: 1\n\ndata: "));
@@ -57,7 +57,7 @@ TEST_CASE("an SSE response is relayed event by event, never a partial event") {
 TEST_CASE("a failure mid-stream ends the stream with an error event in the API's format") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::anthropic, 1024};
-  REQUIRE(sink.on_head(head(200, "text/event-stream")));
+  REQUIRE(sink.on_head(worker_head(200, "text/event-stream")));
   REQUIRE(sink.on_body("event: message_start\ndata: {}\n\nevent: content_block_delta\ndata: {\"x"));
   sink.fail({protocol::error_code::bad_gateway, "worker died", {}});
   auto chunks = reply->chunks();
@@ -82,10 +82,10 @@ TEST_CASE("a failure before anything was sent becomes an error response") {
 TEST_CASE("bodies over the limit are refused while reading") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::openai, 8};
-  REQUIRE(sink.on_head(head(200, "application/json")));
+  REQUIRE(sink.on_head(worker_head(200, "application/json")));
   CHECK(sink.on_body("12345"));
   CHECK_FALSE(sink.on_body("6789"));
-  auto big = head(200, "application/json");
+  auto big = worker_head(200, "application/json");
   big.set(http::field::content_length, "100");
   relay_sink sink2{reply, "rid", protocol::api_format::openai, 8};
   CHECK_FALSE(sink2.on_head(big));
@@ -108,20 +108,20 @@ TEST_CASE("a stream's client is given the exchange as its flow source; a whole b
   auto streamed = std::make_shared<test::recording_reply>();
   relay_sink stream_sink{streamed, "rid", protocol::api_format::openai, 1024};
   stream_sink.on_source(source);
-  REQUIRE(stream_sink.on_head(head(200, "text/event-stream")));
+  REQUIRE(stream_sink.on_head(worker_head(200, "text/event-stream")));
   CHECK(streamed->flow_source() == source);
 
   // A non-streamed body is read whole up to its size limit: nothing to pace.
   auto whole = std::make_shared<test::recording_reply>();
   relay_sink whole_sink{whole, "rid", protocol::api_format::openai, 1024};
   whole_sink.on_source(source);
-  REQUIRE(whole_sink.on_head(head(200, "application/json")));
+  REQUIRE(whole_sink.on_head(worker_head(200, "application/json")));
   CHECK_FALSE(whole->flow_source());
 }
 
 TEST_CASE("a worker's repeated fields reach the client each, in order, whole or streamed") {
   auto with_cookies = [](std::string content_type) {
-    auto h = head(200, std::move(content_type));
+    auto h = worker_head(200, std::move(content_type));
     h.insert(http::field::set_cookie, "a=1");
     h.insert(http::field::set_cookie, "b=2");
     h.set(http::field::content_length, "7");
@@ -163,7 +163,7 @@ TEST_CASE("a worker's repeated fields reach the client each, in order, whole or 
 TEST_CASE("a stream carries one Cache-Control, the gateway's, whatever the worker sent") {
   auto reply = std::make_shared<test::recording_reply>();
   relay_sink sink{reply, "rid", protocol::api_format::openai, 1024};
-  auto h = head(200, "text/event-stream");
+  auto h = worker_head(200, "text/event-stream");
   h.set(http::field::cache_control, "max-age=60");
   REQUIRE(sink.on_head(h));
   std::vector<std::string> values;
