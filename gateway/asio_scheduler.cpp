@@ -265,7 +265,10 @@ private:
 
 struct asio_scheduler::state {
   net::io_context& ioc;
-  asio_coordinator* coordinator = nullptr; // owned by the actor system
+  // The coordinator's switch (the coordinator is owned by the actor system). Not a pointer to
+  // the coordinator: its type, of the anonymous namespace, would give this class of external
+  // linkage a member of internal linkage (-Wsubobject-linkage, in a unity build).
+  std::atomic<bool>* to_asio = nullptr;
 };
 
 asio_scheduler::asio_scheduler(caf::actor_system_config& cfg, net::io_context& ioc)
@@ -274,16 +277,17 @@ asio_scheduler::asio_scheduler(caf::actor_system_config& cfg, net::io_context& i
   cfg.set("scheduler.max-threads", 1);
   cfg.module_factories.push_back(
       [st = state_](caf::actor_system& sys) -> caf::actor_system::module* {
-        st->coordinator = new asio_coordinator(sys, st->ioc);
-        return st->coordinator;
+        auto* coordinator = new asio_coordinator(sys, st->ioc);
+        st->to_asio = &coordinator->to_asio;
+        return coordinator;
       });
 }
 
 asio_scheduler::~asio_scheduler() = default;
 
 void asio_scheduler::hand_back() {
-  if (state_->coordinator) {
-    state_->coordinator->to_asio.store(false, std::memory_order_release);
+  if (state_->to_asio) {
+    state_->to_asio->store(false, std::memory_order_release);
   }
   state_->ioc.restart();
   while (state_->ioc.poll() > 0) {
