@@ -74,7 +74,7 @@ parse_embeddings(const nlohmann::json& body, std::size_t default_dim, const std:
         std::vector<token_id> ids;
         if (item.is_string()) {
           ids = tokenize(item.get<std::string>());
-        } else if (!item.is_array() || !read_token_ids(item, ids)) {
+        } else if (!read_token_ids(item, ids)) {
           return bad();
         }
         req.inputs.push_back(std::move(ids));

@@ -10,7 +10,6 @@ namespace {
 // The end-of-sequence token SGLang reports as `matched` for a natural stop.
 constexpr token_id eos_token = 2;
 
-// Reads one `input_ids` list.
 nlohmann::json finish_json(const gen_state& st, const sequence& s) {
   if (s.finish == finish_reason::none) {
     if (st.cancelled || st.abandoned) {
