@@ -215,15 +215,15 @@ template <class Stream> void server_session<Stream>::read_body() {
     auto have = body.size();
     auto n = static_cast<std::size_t>(*rest);
     auto* into = grow_for_overwrite(body, n);
-    return net::async_read(
-        stream_, net::buffer(into, n), transfer_at_once{},
-        [self = this->shared_from_this(), have](error_code ec, std::size_t got) {
-          if (ec && self->parser_) {
-            // What never arrived is not the body's (nor is what the allocator left in its place).
-            self->parser_->get().body().resize(have + got);
-          }
-          self->run_read_handler([&] { self->on_read(ec); });
-        });
+    return net::async_read(stream_, net::buffer(into, n), transfer_at_once{},
+                           [self = this->shared_from_this(), have](error_code ec, std::size_t got) {
+                             if (ec && self->parser_) {
+                               // What never arrived is not the body's (nor is what the allocator
+                               // left in its place).
+                               self->parser_->get().body().resize(have + got);
+                             }
+                             self->run_read_handler([&] { self->on_read(ec); });
+                           });
   }
   make_room_for_body(buffer_, rest);
   http::async_read(stream_, buffer_, *parser_, std::move(done));
