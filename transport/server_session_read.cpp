@@ -34,17 +34,13 @@ request partial_request(const request& parsed) {
 /// A body with at least this many bytes still to come is read straight into the request.
 constexpr std::size_t direct_body_read_min = 16 * 1024;
 
-/// Grows `s` by `n` bytes for the caller to write next and returns where they begin. With
-/// C++23's resize_and_overwrite they are not zero-filled first (at 100 KB prompts that fill was
-/// 4% of the gateway's time); until written they hold whatever the allocator left there, so a
-/// read that ends short must cut the string back to what it wrote (read_body's handler does).
+/// Grows `s` by `n` bytes for the caller to write next and returns where they begin. They are
+/// not zero-filled first (C++23's resize_and_overwrite; at 100 KB prompts `resize`'s fill was 4%
+/// of the gateway's time): until written they hold whatever the allocator left there, so a read
+/// that ends short must cut the string back to what it wrote (read_body's handler does).
 char* grow_for_overwrite(std::string& s, std::size_t n) {
   auto have = s.size();
-#ifdef __cpp_lib_string_resize_and_overwrite
   s.resize_and_overwrite(have + n, [](char*, std::size_t size) { return size; });
-#else
-  s.resize(have + n);
-#endif
   return s.data() + have;
 }
 
@@ -200,9 +196,6 @@ template <class Stream> void server_session<Stream>::read_body() {
   if (!current_ && queued_.empty()) {
     expect(waiting::body, opts_->idle_timeout); // the body of a request nobody answers yet
   }
-  auto done = [self = this->shared_from_this()](error_code ec, std::size_t) {
-    self->run_read_handler([&] { self->on_read(ec); });
-  };
   auto rest = parser_->content_length_remaining();
   if (rest && *rest >= direct_body_read_min && buffer_.size() == 0) {
     // The rest of a large body of known length, read from the socket straight into the
@@ -226,7 +219,10 @@ template <class Stream> void server_session<Stream>::read_body() {
                            });
   }
   make_room_for_body(buffer_, rest);
-  http::async_read(stream_, buffer_, *parser_, std::move(done));
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = this->shared_from_this()](error_code ec, std::size_t) {
+                     self->run_read_handler([&] { self->on_read(ec); });
+                   });
 }
 
 template <class Stream> void server_session<Stream>::on_read(error_code ec) {
