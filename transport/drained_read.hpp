@@ -29,7 +29,6 @@
 #include "transport/http_types.hpp"
 
 #include <boost/version.hpp>
-
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -68,6 +67,11 @@ struct descriptor_mutex_tag {
   using type = ad::conditionally_enabled_mutex ad::epoll_reactor::descriptor_state::*;
   friend type member(descriptor_mutex_tag);
 };
+/// The reactor a descriptor is registered with.
+struct descriptor_reactor_tag {
+  using type = ad::epoll_reactor* ad::epoll_reactor::descriptor_state::*;
+  friend type member(descriptor_reactor_tag);
+};
 /// The reactor's epoll descriptor.
 struct epoll_fd_tag {
   using type = int ad::epoll_reactor::*;
@@ -81,6 +85,7 @@ struct ready_events_tag {
 template struct expose<registered_events_tag,
                        &ad::epoll_reactor::descriptor_state::registered_events_>;
 template struct expose<descriptor_mutex_tag, &ad::epoll_reactor::descriptor_state::mutex_>;
+template struct expose<descriptor_reactor_tag, &ad::epoll_reactor::descriptor_state::reactor_>;
 template struct expose<epoll_fd_tag, &ad::epoll_reactor::epoll_fd_>;
 template struct expose<ready_events_tag, &ad::scheduler_operation::task_result_>;
 
@@ -91,18 +96,6 @@ struct socket_access : tcp::socket {
     return (s.*&socket_access::impl_).get_implementation();
   }
 };
-
-/// The epoll reactor of `s`'s io_context (looked up once per thread and context).
-inline ad::epoll_reactor& reactor_of(tcp::socket& s) {
-  auto& ctx = net::query(s.get_executor(), net::execution::context);
-  thread_local net::execution_context* cached_ctx = nullptr;
-  thread_local ad::epoll_reactor* cached = nullptr;
-  if (cached_ctx != &ctx) {
-    cached = &net::use_service<ad::epoll_reactor>(ctx);
-    cached_ctx = &ctx;
-  }
-  return *cached;
-}
 
 /// The events of `d`'s last readiness report. (`descriptor_state` derives from the operation
 /// privately; a C-style cast may convert to a private base.)
@@ -149,8 +142,8 @@ private:
 
   static status do_perform(reactor_op* base) {
     auto* o = static_cast<drained_read_op*>(base);
-    if (!ad::socket_ops::non_blocking_recv1(o->fd_, o->buf_.data(), o->buf_.size(), 0, true,
-                                            o->ec_, o->bytes_transferred_)) {
+    if (!ad::socket_ops::non_blocking_recv1(o->fd_, o->buf_.data(), o->buf_.size(), 0, true, o->ec_,
+                                            o->bytes_transferred_)) {
       return not_done; // nothing to read yet: wait for the socket to become readable
     }
     if (o->ec_ == net::error::eof) {
@@ -199,7 +192,7 @@ void async_read_drained(tcp::socket& s, net::mutable_buffer buf, Handler&& handl
   // executor it wraps, and this op would run a strand's handler outside it.)
   if (buf.size() > 0 && d != nullptr &&
       executor_as<net::io_context::executor_type>(s.get_executor()) != nullptr) {
-    auto& reactor = detail::reactor_of(s);
+    auto& reactor = *(d->*member(detail::descriptor_reactor_tag{}));
     if (detail::watch_peer_close(reactor, impl.socket_, d)) {
       auto* op = detail::drained_read_op<std::decay_t<Handler>>::make(
           impl.socket_, d, buf, std::decay_t<Handler>(std::forward<Handler>(handler)));
