@@ -47,7 +47,8 @@ void start_read(tcp::socket& s, std::size_t room, std::optional<read_result>& ou
 }
 
 /// Runs `ioc` until `done` holds or `limit` passes; true when it holds.
-template <class Pred> bool run_until(net::io_context& ioc, Pred done, std::chrono::milliseconds limit) {
+template <class Pred>
+bool run_until(net::io_context& ioc, std::chrono::milliseconds limit, Pred done) {
   auto end = std::chrono::steady_clock::now() + limit;
   while (!done() && std::chrono::steady_clock::now() < end) {
     ioc.restart();
@@ -72,27 +73,26 @@ TEST_CASE("a drained read returns the bytes already there", "[drained_read]") {
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK_FALSE(r->ec);
   CHECK(r->bytes == "hello");
 }
 
-TEST_CASE("bytes sent after a read emptied the socket reach the next read",
-          "[drained_read]") {
+TEST_CASE("bytes sent after a read emptied the socket reach the next read", "[drained_read]") {
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("a");
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf); // takes "a" and leaves the socket empty
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->bytes == "a");
 
   r.reset();
   start_read(p.reader, 64, r, buf); // waits for readiness, without trying first
-  CHECK_FALSE(run_until(ioc, [&] { return r.has_value(); }, 30ms));
+  CHECK_FALSE(run_until(ioc, 30ms, [&] { return r.has_value(); }));
   p.send("b");
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK_FALSE(r->ec);
   CHECK(r->bytes == "b");
 }
@@ -106,13 +106,13 @@ TEST_CASE("bytes that arrive while no read waits are read by the next one", "[dr
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
 
   p.send("b");
   idle_reactor(ioc); // the event for "b" is taken here, with no read waiting
   r.reset();
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK_FALSE(r->ec);
   CHECK(r->bytes == "b");
 }
@@ -129,7 +129,7 @@ TEST_CASE("a read that fills its buffer lets the next one take the rest at once"
   for (int i = 0; i < 3; ++i) {
     r.reset();
     start_read(p.reader, 4, r, buf);
-    REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+    REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
     CHECK_FALSE(r->ec);
     got += r->bytes;
     idle_reactor(ioc);
@@ -144,12 +144,12 @@ TEST_CASE("the end of the stream after an emptied socket is reported", "[drained
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
 
   r.reset();
   start_read(p.reader, 64, r, buf);
   p.writer.shutdown(tcp::socket::shutdown_send);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->ec == net::error::eof);
 }
 
@@ -160,13 +160,13 @@ TEST_CASE("closing the socket aborts a waiting drained read", "[drained_read]") 
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
 
   r.reset();
   start_read(p.reader, 64, r, buf);
-  CHECK_FALSE(run_until(ioc, [&] { return r.has_value(); }, 20ms));
+  CHECK_FALSE(run_until(ioc, 20ms, [&] { return r.has_value(); }));
   p.reader.close();
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->ec == net::error::operation_aborted);
 }
 
@@ -187,7 +187,7 @@ TEST_CASE("a socket on a strand reads through asio's own read, inside its strand
       in_strand = strand.running_in_this_thread();
       r = read_result{ec, buf.substr(0, n)};
     });
-    REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+    REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
     CHECK_FALSE(r->ec);
     CHECK(r->bytes == piece);
     CHECK(in_strand);
@@ -205,18 +205,18 @@ TEST_CASE("an end of stream that came with the last bytes is seen by the next re
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
 
   p.send("last");
   p.writer.shutdown(tcp::socket::shutdown_send);
   idle_reactor(ioc); // their event is taken while no read waits
   r.reset();
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->bytes == "last");
   r.reset();
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->ec == net::error::eof);
 }
 
@@ -230,11 +230,11 @@ TEST_CASE("bytes and their end of stream in one event, on a fresh socket, are bo
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->bytes == "only");
   r.reset();
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->ec == net::error::eof);
 }
 
@@ -245,7 +245,7 @@ TEST_CASE("a reset that came with the last bytes is seen by the next read", "[dr
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
 
   p.send("gone");
   p.writer.set_option(net::socket_base::linger(true, 0));
@@ -255,7 +255,7 @@ TEST_CASE("a reset that came with the last bytes is seen by the next read", "[dr
   for (int i = 0; i < 3; ++i) {
     r.reset();
     start_read(p.reader, 64, r, buf);
-    REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+    REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
     if (r->ec) {
       break;
     }
@@ -274,24 +274,24 @@ TEST_CASE("the peer's close is still seen after asio re-registered the socket fo
   std::optional<read_result> r;
   std::string buf;
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
 
   std::string big(8 << 20, 'z'); // more than the socket buffers take: the write waits
   bool wrote = false;
   net::async_write(p.reader, net::buffer(big), [&](error_code, std::size_t) { wrote = true; });
-  CHECK_FALSE(run_until(ioc, [&] { return wrote; }, 30ms));
+  CHECK_FALSE(run_until(ioc, 30ms, [&] { return wrote; }));
 
   p.send("bye");
   p.writer.shutdown(tcp::socket::shutdown_send);
   idle_reactor(ioc);
   r.reset();
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->bytes == "bye");
   r.reset();
   start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, [&] { return r.has_value(); }, 2s));
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   CHECK(r->ec == net::error::eof);
   p.reader.close();
-  run_until(ioc, [&] { return wrote; }, 2s);
+  run_until(ioc, 2s, [&] { return wrote; });
 }
