@@ -180,29 +180,32 @@ private:
 } // namespace detail
 #endif
 
-/// `s.async_read_some(buf, handler)`, but a read that leaves the socket empty spares the next
-/// read its failing first attempt (see above). `handler(error_code, std::size_t)`.
-template <class Handler>
-void async_read_drained(tcp::socket& s, net::mutable_buffer buf, Handler&& handler) {
+/// `s.async_read_some(buf, handler)`, but on a plain TCP socket a read that leaves the socket
+/// empty spares the next read its failing first attempt (see above); any other stream (TLS, an
+/// in-memory one) reads as before. `handler(error_code, std::size_t)`.
+template <class Stream, class Handler>
+void async_read_drained(Stream& s, net::mutable_buffer buf, Handler&& handler) {
 #ifdef TROUPE_DRAINED_READ
-  namespace ad = boost::asio::detail;
-  auto& impl = detail::socket_access::implementation(s);
-  auto* d = impl.reactor_data_;
-  // (`executor_as`, not `target`: Boost 1.74's `target` would take a strand for the io_context
-  // executor it wraps, and this op would run a strand's handler outside it.)
-  if (buf.size() > 0 && d != nullptr &&
-      executor_as<net::io_context::executor_type>(s.get_executor()) != nullptr) {
-    auto& reactor = *(d->*member(detail::descriptor_reactor_tag{}));
-    if (detail::watch_peer_close(reactor, impl.socket_, d)) {
-      auto* op = detail::drained_read_op<std::decay_t<Handler>>::make(
-          impl.socket_, d, buf, std::decay_t<Handler>(std::forward<Handler>(handler)));
-      if ((impl.state_ & ad::socket_ops::non_blocking) == 0 &&
-          !ad::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true, op->ec_)) {
-        reactor.post_immediate_completion(op, false);
+  if constexpr (std::is_same_v<Stream, tcp::socket>) {
+    namespace ad = boost::asio::detail;
+    auto& impl = detail::socket_access::implementation(s);
+    auto* d = impl.reactor_data_;
+    // (`executor_as`, not `target`: Boost 1.74's `target` would take a strand for the io_context
+    // executor it wraps, and this op would run a strand's handler outside it.)
+    if (buf.size() > 0 && d != nullptr &&
+        executor_as<net::io_context::executor_type>(s.get_executor()) != nullptr) {
+      auto& reactor = *(d->*member(detail::descriptor_reactor_tag{}));
+      if (detail::watch_peer_close(reactor, impl.socket_, d)) {
+        auto* op = detail::drained_read_op<std::decay_t<Handler>>::make(
+            impl.socket_, d, buf, std::decay_t<Handler>(std::forward<Handler>(handler)));
+        if ((impl.state_ & ad::socket_ops::non_blocking) == 0 &&
+            !ad::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true, op->ec_)) {
+          reactor.post_immediate_completion(op, false);
+          return;
+        }
+        reactor.start_op(ad::epoll_reactor::read_op, impl.socket_, d, op, false, true);
         return;
       }
-      reactor.start_op(ad::epoll_reactor::read_op, impl.socket_, d, op, false, true);
-      return;
     }
   }
 #endif

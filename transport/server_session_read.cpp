@@ -76,17 +76,12 @@ template <class Stream> void server_session<Stream>::read_head() {
   if (buffer_.capacity() < head_read_size) {
     buffer_.reserve(head_read_size);
   }
-  auto into = buffer_.prepare(beast::read_size(buffer_, 64 * 1024));
-  auto on_bytes = [self = this->shared_from_this()](error_code ec, std::size_t n) {
-    self->run_read_handler([&] { self->on_read_some(ec, n); });
-  };
-  if constexpr (std::is_same_v<Stream, tcp::socket>) {
-    // The next request comes after this one's answer: a read tried at once would find nothing
-    // (an EAGAIN `recv` per request), so it waits for readiness (drained_read.hpp).
-    async_read_drained(stream_, into, std::move(on_bytes));
-  } else {
-    stream_.async_read_some(into, std::move(on_bytes));
-  }
+  // The next request comes after this one's answer: a read tried at once would find nothing
+  // (an EAGAIN `recv` per request), so it waits for readiness (drained_read.hpp).
+  async_read_drained(stream_, buffer_.prepare(beast::read_size(buffer_, 64 * 1024)),
+                     [self = this->shared_from_this()](error_code ec, std::size_t n) {
+                       self->run_read_handler([&] { self->on_read_some(ec, n); });
+                     });
 }
 
 // A read handler's work `f`, in a handler tail: the request it completes reaches its actor

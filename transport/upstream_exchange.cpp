@@ -339,13 +339,10 @@ void upstream_exchange::read_head_some() {
     self->on_head_bytes(ec, n);
   };
   auto room = beast::read_size(conn_->buffer, body_read_size);
-  if (auto* plain = std::get_if<tcp::socket>(&conn_->stream)) {
-    // The answer comes after the request: a read tried at once would find nothing (an EAGAIN
-    // `recv` per request when the worker is not instant), so it waits for readiness.
-    return async_read_drained(*plain, conn_->buffer.prepare(room), std::move(on_read));
-  }
+  // The answer comes after the request: a read tried at once would find nothing (an EAGAIN
+  // `recv` per request when the worker is not instant), so it waits for readiness.
   conn_->visit([&](auto& stream) {
-    stream.async_read_some(conn_->buffer.prepare(room), std::move(on_read));
+    async_read_drained(stream, conn_->buffer.prepare(room), std::move(on_read));
   });
 }
 

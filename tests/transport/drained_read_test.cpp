@@ -64,31 +64,34 @@ void idle_reactor(net::io_context& ioc) {
   ioc.run_for(30ms);
 }
 
+/// A drained read of up to `room` bytes, run to its end (within 2 s).
+read_result read_now(net::io_context& ioc, tcp::socket& s, std::size_t room = 64) {
+  std::optional<read_result> r;
+  std::string buf;
+  start_read(s, room, r, buf);
+  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
+  return *r;
+}
+
 } // namespace
 
 TEST_CASE("a drained read returns the bytes already there", "[drained_read]") {
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("hello");
-  std::optional<read_result> r;
-  std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK_FALSE(r->ec);
-  CHECK(r->bytes == "hello");
+  auto r = read_now(ioc, p.reader);
+  CHECK_FALSE(r.ec);
+  CHECK(r.bytes == "hello");
 }
 
 TEST_CASE("bytes sent after a read emptied the socket reach the next read", "[drained_read]") {
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("a");
+  CHECK(read_now(ioc, p.reader).bytes == "a"); // takes "a" and leaves the socket empty
+
   std::optional<read_result> r;
   std::string buf;
-  start_read(p.reader, 64, r, buf); // takes "a" and leaves the socket empty
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK(r->bytes == "a");
-
-  r.reset();
   start_read(p.reader, 64, r, buf); // waits for readiness, without trying first
   CHECK_FALSE(run_until(ioc, 30ms, [&] { return r.has_value(); }));
   p.send("b");
@@ -103,18 +106,13 @@ TEST_CASE("bytes that arrive while no read waits are read by the next one", "[dr
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("a");
-  std::optional<read_result> r;
-  std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
+  read_now(ioc, p.reader);
 
   p.send("b");
   idle_reactor(ioc); // the event for "b" is taken here, with no read waiting
-  r.reset();
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK_FALSE(r->ec);
-  CHECK(r->bytes == "b");
+  auto r = read_now(ioc, p.reader);
+  CHECK_FALSE(r.ec);
+  CHECK(r.bytes == "b");
 }
 
 TEST_CASE("a read that fills its buffer lets the next one take the rest at once",
@@ -123,15 +121,11 @@ TEST_CASE("a read that fills its buffer lets the next one take the rest at once"
   socket_pair p{ioc};
   p.send("0123456789");
   idle_reactor(ioc); // no later event will announce these bytes
-  std::optional<read_result> r;
-  std::string buf;
   std::string got;
   for (int i = 0; i < 3; ++i) {
-    r.reset();
-    start_read(p.reader, 4, r, buf);
-    REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-    CHECK_FALSE(r->ec);
-    got += r->bytes;
+    auto r = read_now(ioc, p.reader, 4);
+    CHECK_FALSE(r.ec);
+    got += r.bytes;
     idle_reactor(ioc);
   }
   CHECK(got == "0123456789");
@@ -141,12 +135,10 @@ TEST_CASE("the end of the stream after an emptied socket is reported", "[drained
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("a");
+  read_now(ioc, p.reader);
+
   std::optional<read_result> r;
   std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-
-  r.reset();
   start_read(p.reader, 64, r, buf);
   p.writer.shutdown(tcp::socket::shutdown_send);
   REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
@@ -157,12 +149,10 @@ TEST_CASE("closing the socket aborts a waiting drained read", "[drained_read]") 
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("a");
+  read_now(ioc, p.reader);
+
   std::optional<read_result> r;
   std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-
-  r.reset();
   start_read(p.reader, 64, r, buf);
   CHECK_FALSE(run_until(ioc, 20ms, [&] { return r.has_value(); }));
   p.reader.close();
@@ -202,22 +192,13 @@ TEST_CASE("an end of stream that came with the last bytes is seen by the next re
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("x"); // a first read registers the socket for EPOLLRDHUP
-  std::optional<read_result> r;
-  std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
+  read_now(ioc, p.reader);
 
   p.send("last");
   p.writer.shutdown(tcp::socket::shutdown_send);
   idle_reactor(ioc); // their event is taken while no read waits
-  r.reset();
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK(r->bytes == "last");
-  r.reset();
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK(r->ec == net::error::eof);
+  CHECK(read_now(ioc, p.reader).bytes == "last");
+  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
 }
 
 TEST_CASE("bytes and their end of stream in one event, on a fresh socket, are both read",
@@ -227,41 +208,30 @@ TEST_CASE("bytes and their end of stream in one event, on a fresh socket, are bo
   p.send("only");
   p.writer.shutdown(tcp::socket::shutdown_send);
   idle_reactor(ioc);
-  std::optional<read_result> r;
-  std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK(r->bytes == "only");
-  r.reset();
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK(r->ec == net::error::eof);
+  CHECK(read_now(ioc, p.reader).bytes == "only");
+  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
 }
 
 TEST_CASE("a reset that came with the last bytes is seen by the next read", "[drained_read]") {
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("x");
-  std::optional<read_result> r;
-  std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
+  read_now(ioc, p.reader);
 
   p.send("gone");
   p.writer.set_option(net::socket_base::linger(true, 0));
   p.writer.close(); // a reset
   idle_reactor(ioc);
   // Until an error, every read completes at once (the bytes first, where the kernel keeps them).
+  read_result r;
   for (int i = 0; i < 3; ++i) {
-    r.reset();
-    start_read(p.reader, 64, r, buf);
-    REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-    if (r->ec) {
+    r = read_now(ioc, p.reader);
+    if (r.ec) {
       break;
     }
-    CHECK(r->bytes == "gone");
+    CHECK(r.bytes == "gone");
   }
-  CHECK(r->ec);
+  CHECK(r.ec);
 }
 
 TEST_CASE("the peer's close is still seen after asio re-registered the socket for a write",
@@ -271,10 +241,7 @@ TEST_CASE("the peer's close is still seen after asio re-registered the socket fo
   net::io_context ioc{1};
   socket_pair p{ioc};
   p.send("x");
-  std::optional<read_result> r;
-  std::string buf;
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
+  read_now(ioc, p.reader);
 
   std::string big(8 << 20, 'z'); // more than the socket buffers take: the write waits
   bool wrote = false;
@@ -284,14 +251,8 @@ TEST_CASE("the peer's close is still seen after asio re-registered the socket fo
   p.send("bye");
   p.writer.shutdown(tcp::socket::shutdown_send);
   idle_reactor(ioc);
-  r.reset();
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK(r->bytes == "bye");
-  r.reset();
-  start_read(p.reader, 64, r, buf);
-  REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
-  CHECK(r->ec == net::error::eof);
+  CHECK(read_now(ioc, p.reader).bytes == "bye");
+  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
   p.reader.close();
   run_until(ioc, 2s, [&] { return wrote; });
 }
