@@ -8,7 +8,8 @@
            by default paired (one troupe-bench run, Poisson arrivals keeping C streams in flight
            straight to the simulator and C through troupe at once, so both meet the same load);
            `--ttft-mode sequential`: a run each at a fixed concurrency, interleaved. The
-           difference of the TTFT percentiles, per round, then the median.
+           difference of the TTFT percentiles, per round, then the median. A paired round
+           measures at least --ttft-samples streams on each path (~45 s at the defaults).
   prompts  non-streamed requests/s with 100 KB prompts against 1 KB prompts at concurrency 64,
            through troupe and direct, interleaved rounds, against a fake worker (nginx with a
            canned answer, bench/fake_worker.py) that reads the body whole and ignores it (the
@@ -18,7 +19,8 @@
 
 Usage: bench/streams_bench.py [many|ttft|prompts ...] [--rounds 3] [--streams 10000]
            [--ttft-concurrency 256] [--ttft-mode paired|sequential] [--ttft-itl-ms 500]
-           [--ttft-tokens 8] [--discarding-worker] [--build build] [--json out.json]
+           [--ttft-tokens 8] [--ttft-samples 3000] [--discarding-worker] [--build build]
+           [--json out.json]
 N streams are 2N sockets in the gateway (client and worker side): the processes' open-file
 limit must allow it. The bench raises its own limit (soft and hard) to 2N + 4,096 when it can
 (as root, or within the hard limit), and the processes it starts inherit it (troupe and
@@ -191,8 +193,12 @@ def ttft(args, results):
                  "--users", 256]
         if paired:
             rate = 2 * args.ttft_concurrency / e2e_s
-            load = ["--rate", f"{rate:.1f}", "--duration", max(args.duration, 3 * e2e_s),
-                    "--warmup", e2e_s + 1]
+            # Long enough for --ttft-samples measured streams on each path after the warm-up:
+            # a p99 of a few hundred is their 4th-worst, and one stall of the host moves it
+            # by milliseconds.
+            warmup = e2e_s + 1
+            duration = max(args.duration, 3 * e2e_s, warmup + 2 * args.ttft_samples / rate)
+            load = ["--rate", f"{rate:.1f}", "--duration", f"{duration:.1f}", "--warmup", warmup]
         else:
             load = ["--concurrency", args.ttft_concurrency, "--duration", args.duration,
                     "--warmup", 2]
@@ -291,6 +297,9 @@ def main():
                     help="the simulator's gap between tokens in the ttft runs (default 500)")
     ap.add_argument("--ttft-tokens", type=int, default=8,
                     help="tokens per stream in the ttft runs (default 8)")
+    ap.add_argument("--ttft-samples", type=int, default=3000,
+                    help="paired ttft runs: measured streams per path at least (default 3,000; "
+                         "the run lasts as long as they take)")
     ap.add_argument("--discarding-worker", action="store_true",
                     help="prompts: the fake worker lets nginx discard the unread body (4 KB per "
                          "read) instead of reading it whole")
