@@ -201,6 +201,31 @@ TEST_CASE("an end of stream that came with the last bytes is seen by the next re
   CHECK(read_now(ioc, p.reader).ec == net::error::eof);
 }
 
+TEST_CASE("a socket object given a new connection has it watched for the peer's close too",
+          "[drained_read]") {
+  // A socket remembers that its descriptor is registered for EPOLLRDHUP; a new descriptor in
+  // the same socket object (accepted, connected or assigned again) must be registered anew, or
+  // a FIN that came with its last bytes would go unseen and the next read would wait forever.
+  net::io_context ioc{1};
+  socket_pair p{ioc};
+  p.send("x"); // the first descriptor registered
+  read_now(ioc, p.reader);
+  p.reader.close();
+
+  tcp::acceptor acceptor{ioc, {net::ip::make_address("127.0.0.1"), 0}};
+  tcp::socket writer{ioc};
+  writer.connect(acceptor.local_endpoint());
+  acceptor.accept(p.reader); // the same socket object, a new descriptor
+  net::write(writer, net::buffer(std::string{"y"}));
+  read_now(ioc, p.reader);
+
+  net::write(writer, net::buffer(std::string{"last"}));
+  writer.shutdown(tcp::socket::shutdown_send);
+  idle_reactor(ioc); // their event is taken while no read waits
+  CHECK(read_now(ioc, p.reader).bytes == "last");
+  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
+}
+
 TEST_CASE("bytes and their end of stream in one event, on a fresh socket, are both read",
           "[drained_read]") {
   net::io_context ioc{1};
