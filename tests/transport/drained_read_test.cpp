@@ -21,7 +21,13 @@ struct socket_pair {
   explicit socket_pair(net::io_context& ioc) : socket_pair(ioc, ioc.get_executor()) {}
   socket_pair(net::io_context& ioc, net::any_io_executor reader_ex)
       : reader(std::move(reader_ex)), writer(ioc) {
-    tcp::acceptor acceptor{ioc, {net::ip::make_address("127.0.0.1"), 0}};
+    connect();
+  }
+  /// A new connection into the same two socket objects (closed first, if open).
+  void connect() {
+    reader.close();
+    writer.close();
+    tcp::acceptor acceptor{writer.get_executor(), {net::ip::make_address("127.0.0.1"), 0}};
     writer.connect(acceptor.local_endpoint());
     acceptor.accept(reader);
   }
@@ -71,6 +77,16 @@ read_result read_now(net::io_context& ioc, tcp::socket& s, std::size_t room = 64
   start_read(s, room, r, buf);
   REQUIRE(run_until(ioc, 2s, [&] { return r.has_value(); }));
   return *r;
+}
+
+/// The peer's `last` bytes and its FIN arrive before the next read (their event taken while no
+/// read waits): that read returns the bytes, the one after it the end of the stream.
+void check_last_bytes_then_end(net::io_context& ioc, socket_pair& p, const std::string& last) {
+  p.send(last);
+  p.writer.shutdown(tcp::socket::shutdown_send);
+  idle_reactor(ioc);
+  CHECK(read_now(ioc, p.reader).bytes == last);
+  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
 }
 
 } // namespace
@@ -193,12 +209,7 @@ TEST_CASE("an end of stream that came with the last bytes is seen by the next re
   socket_pair p{ioc};
   p.send("x"); // a first read registers the socket for EPOLLRDHUP
   read_now(ioc, p.reader);
-
-  p.send("last");
-  p.writer.shutdown(tcp::socket::shutdown_send);
-  idle_reactor(ioc); // their event is taken while no read waits
-  CHECK(read_now(ioc, p.reader).bytes == "last");
-  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
+  check_last_bytes_then_end(ioc, p, "last");
 }
 
 TEST_CASE("a socket object given a new connection has it watched for the peer's close too",
@@ -210,31 +221,18 @@ TEST_CASE("a socket object given a new connection has it watched for the peer's 
   socket_pair p{ioc};
   p.send("x"); // the first descriptor registered
   read_now(ioc, p.reader);
-  p.reader.close();
 
-  tcp::acceptor acceptor{ioc, {net::ip::make_address("127.0.0.1"), 0}};
-  tcp::socket writer{ioc};
-  writer.connect(acceptor.local_endpoint());
-  acceptor.accept(p.reader); // the same socket object, a new descriptor
-  net::write(writer, net::buffer(std::string{"y"}));
+  p.connect(); // the same socket object, a new descriptor
+  p.send("y");
   read_now(ioc, p.reader);
-
-  net::write(writer, net::buffer(std::string{"last"}));
-  writer.shutdown(tcp::socket::shutdown_send);
-  idle_reactor(ioc); // their event is taken while no read waits
-  CHECK(read_now(ioc, p.reader).bytes == "last");
-  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
+  check_last_bytes_then_end(ioc, p, "last");
 }
 
 TEST_CASE("bytes and their end of stream in one event, on a fresh socket, are both read",
           "[drained_read]") {
   net::io_context ioc{1};
   socket_pair p{ioc};
-  p.send("only");
-  p.writer.shutdown(tcp::socket::shutdown_send);
-  idle_reactor(ioc);
-  CHECK(read_now(ioc, p.reader).bytes == "only");
-  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
+  check_last_bytes_then_end(ioc, p, "only");
 }
 
 TEST_CASE("a reset that came with the last bytes is seen by the next read", "[drained_read]") {
@@ -273,11 +271,7 @@ TEST_CASE("the peer's close is still seen after asio re-registered the socket fo
   net::async_write(p.reader, net::buffer(big), [&](error_code, std::size_t) { wrote = true; });
   CHECK_FALSE(run_until(ioc, 30ms, [&] { return wrote; }));
 
-  p.send("bye");
-  p.writer.shutdown(tcp::socket::shutdown_send);
-  idle_reactor(ioc);
-  CHECK(read_now(ioc, p.reader).bytes == "bye");
-  CHECK(read_now(ioc, p.reader).ec == net::error::eof);
+  check_last_bytes_then_end(ioc, p, "bye");
   p.reader.close();
   run_until(ioc, 2s, [&] { return wrote; });
 }
